@@ -1,0 +1,241 @@
+//! What tests steer and observe: the request log, injected faults, and the authorization policy.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng, rngs::StdRng};
+
+/// One request as the server saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestRecord {
+    pub verb: String,
+    pub group: String,
+    /// The plural resource name (`clusters`), empty for non-resource paths.
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+    pub code: u16,
+    pub dry_run: bool,
+    pub user: String,
+    pub path: String,
+    /// The API version the request addressed (`v1beta2`), empty for non-resource paths.
+    pub version: String,
+}
+
+impl RequestRecord {
+    /// A write that changes state: not a read, not a dry run, not an access review.
+    pub fn is_mutation(&self) -> bool {
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        ) && !self.dry_run
+            && self.resource != "selfsubjectaccessreviews"
+            && (200..300).contains(&self.code)
+    }
+
+    pub fn is_write_attempt(&self) -> bool {
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        ) && !self.dry_run
+            && self.resource != "selfsubjectaccessreviews"
+    }
+}
+
+/// What an injected fault does.
+#[derive(Clone, Debug)]
+pub enum FaultAction {
+    /// Answer with this status code (and `Retry-After` for 429), doing nothing.
+    Fail { code: u16, retry_after: Option<u64> },
+    /// Delay the request, then serve it.
+    Latency(Duration),
+    /// Close the connection without doing anything.
+    Drop,
+    /// Do the request, then close the connection before answering.
+    ApplyThenDrop,
+}
+
+/// Which requests a fault applies to, and how many times.
+#[derive(Clone, Debug)]
+pub struct FaultRule {
+    pub verbs: Vec<String>,
+    pub resource: Option<String>,
+    pub name: Option<String>,
+    pub action: FaultAction,
+    /// Apply to at most this many requests (`None`: unlimited).
+    pub remaining: Option<u32>,
+    /// Apply to this fraction of matching requests (1.0: all).
+    pub probability: f64,
+}
+
+impl FaultRule {
+    pub fn new(action: FaultAction) -> Self {
+        FaultRule {
+            verbs: Vec::new(),
+            resource: None,
+            name: None,
+            action,
+            remaining: None,
+            probability: 1.0,
+        }
+    }
+    /// Only these verbs (`create`, `patch`, …); `"write"` means every mutating verb.
+    pub fn verbs(mut self, verbs: &[&str]) -> Self {
+        for v in verbs {
+            if *v == "write" {
+                self.verbs.extend(
+                    ["create", "update", "patch", "delete", "deletecollection"].map(String::from),
+                );
+            } else {
+                self.verbs.push(v.to_string());
+            }
+        }
+        self
+    }
+    pub fn resource(mut self, resource: &str) -> Self {
+        self.resource = Some(resource.to_string());
+        self
+    }
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
+    }
+    pub fn times(mut self, n: u32) -> Self {
+        self.remaining = Some(n);
+        self
+    }
+    pub fn probability(mut self, p: f64) -> Self {
+        self.probability = p;
+        self
+    }
+
+    fn matches(&self, verb: &str, resource: &str, name: Option<&str>) -> bool {
+        (self.verbs.is_empty() || self.verbs.iter().any(|v| v == verb))
+            && self.resource.as_deref().is_none_or(|r| r == resource)
+            && self.name.as_deref().is_none_or(|n| Some(n) == name)
+            && self.remaining != Some(0)
+    }
+}
+
+pub struct Faults {
+    rules: Vec<FaultRule>,
+    rng: StdRng,
+}
+
+impl Faults {
+    pub fn new(seed: u64) -> Self {
+        Faults {
+            rules: Vec::new(),
+            rng: StdRng::seed_from_u64(seed),
+        }
+    }
+    pub fn add(&mut self, rule: FaultRule) {
+        self.rules.push(rule);
+    }
+    pub fn clear(&mut self) {
+        self.rules.clear();
+    }
+    /// The actions that apply to this request (consuming their counts).
+    pub fn take(&mut self, verb: &str, resource: &str, name: Option<&str>) -> Vec<FaultAction> {
+        let mut actions = Vec::new();
+        for rule in self.rules.iter_mut() {
+            if !rule.matches(verb, resource, name) {
+                continue;
+            }
+            if rule.probability < 1.0 && !self.rng.random_bool(rule.probability.clamp(0.0, 1.0)) {
+                continue;
+            }
+            if let Some(n) = rule.remaining.as_mut() {
+                *n -= 1;
+            }
+            actions.push(rule.action.clone());
+        }
+        actions
+    }
+}
+
+/// RBAC in miniature: the admin may do everything except what is denied; other users only what is granted.
+#[derive(Default)]
+pub struct Policy {
+    denied: HashSet<(String, String)>,
+    granted: BTreeMap<String, HashSet<(String, String, String)>>,
+}
+
+impl Policy {
+    /// Denies `verb` on `resource` (plural) to everyone, the admin included.
+    pub fn deny(&mut self, verb: &str, resource: &str) {
+        self.denied.insert((verb.to_string(), resource.to_string()));
+    }
+    pub fn grant(&mut self, user: &str, verb: &str, group: &str, resource: &str) {
+        self.granted.entry(user.to_string()).or_default().insert((
+            verb.to_string(),
+            group.to_string(),
+            resource.to_string(),
+        ));
+    }
+    pub fn clear(&mut self) {
+        self.denied.clear();
+        self.granted.clear();
+    }
+    pub fn allows(
+        &self,
+        user: &str,
+        is_admin: bool,
+        verb: &str,
+        group: &str,
+        resource: &str,
+    ) -> bool {
+        let base = resource.split('/').next().unwrap_or(resource);
+        if self.denied.contains(&(verb.to_string(), base.to_string()))
+            || self
+                .denied
+                .contains(&(verb.to_string(), resource.to_string()))
+        {
+            return false;
+        }
+        if is_admin {
+            return true;
+        }
+        self.granted.get(user).is_some_and(|rules| {
+            rules.iter().any(|(v, g, r)| {
+                (v == "*" || v == verb)
+                    && (g == "*" || g == group)
+                    && (r == "*" || r == base || r == resource)
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counted_fault_runs_out() {
+        let mut faults = Faults::new(1);
+        faults.add(
+            FaultRule::new(FaultAction::Fail {
+                code: 500,
+                retry_after: None,
+            })
+            .verbs(&["create"])
+            .times(2),
+        );
+        assert_eq!(faults.take("create", "clusters", None).len(), 1);
+        assert_eq!(faults.take("get", "clusters", None).len(), 0);
+        assert_eq!(faults.take("create", "clusters", None).len(), 1);
+        assert_eq!(faults.take("create", "clusters", None).len(), 0);
+    }
+
+    #[test]
+    fn policy_denies_admin_and_grants_users() {
+        let mut policy = Policy::default();
+        policy.deny("delete", "clusters");
+        assert!(!policy.allows("admin", true, "delete", "cluster.x-k8s.io", "clusters"));
+        assert!(policy.allows("admin", true, "get", "cluster.x-k8s.io", "clusters"));
+        assert!(!policy.allows("nobody", false, "get", "cluster.x-k8s.io", "clusters"));
+        policy.grant("nobody", "get", "*", "clusters");
+        assert!(policy.allows("nobody", false, "get", "cluster.x-k8s.io", "clusters"));
+    }
+}

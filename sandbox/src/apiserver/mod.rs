@@ -1,0 +1,596 @@
+//! An in-memory Kubernetes API server: the same answers as a real kube-apiserver for what
+//! kubectl-capi, kube-rs and kubectl send, served in-process (a tower service for
+//! `kube::Client::new`) or over HTTP(S) on loopback.
+
+pub mod control;
+mod discovery;
+pub mod fields;
+mod handler;
+pub mod ops;
+pub mod patch;
+mod protobuf;
+pub mod resources;
+pub mod selector;
+pub mod status;
+pub mod store;
+mod tls;
+pub mod validation;
+mod watch;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Limited};
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::{Notify, broadcast};
+
+pub use control::{FaultAction, FaultRule, RequestRecord};
+use control::{Faults, Policy};
+use handler::Outcome;
+use store::State;
+
+/// How one server behaves.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// Require this bearer token (401 without it).
+    pub token: Option<String>,
+    /// Serve HTTPS with a self-signed CA (over TCP only).
+    pub tls: bool,
+    /// The user every authenticated request runs as, unless impersonating.
+    pub admin_user: String,
+    /// Watch events kept for watches that resume from a resourceVersion.
+    pub history_limit: usize,
+    pub bookmark_interval: Duration,
+    /// Seed of the fault injector's randomness.
+    pub seed: u64,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            token: None,
+            tls: false,
+            admin_user: "sandbox-admin".to_string(),
+            history_limit: 200_000,
+            bookmark_interval: Duration::from_secs(60),
+            seed: 1,
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    options: ServerOptions,
+    log: Mutex<Vec<RequestRecord>>,
+    faults: Mutex<Faults>,
+    policy: Mutex<Policy>,
+    gc_enabled: AtomicBool,
+    gc_notify: Notify,
+    write_latency_us: AtomicU64,
+    address: Mutex<String>,
+    shutdown: tokio::sync::watch::Sender<bool>,
+}
+
+impl Shared {
+    fn write_latency(&self) -> Duration {
+        Duration::from_micros(self.write_latency_us.load(Ordering::Relaxed))
+    }
+    fn gc_wanted(&self) {
+        if self.gc_enabled.load(Ordering::Relaxed) {
+            self.gc_notify.notify_one();
+        }
+    }
+    fn server_address(&self) -> String {
+        self.address.lock().clone()
+    }
+}
+
+/// A handle to one in-memory API server. Clones share the server.
+#[derive(Clone)]
+pub struct ApiServer {
+    shared: Arc<Shared>,
+}
+
+impl Default for ApiServer {
+    fn default() -> Self {
+        Self::new(ServerOptions::default())
+    }
+}
+
+impl ApiServer {
+    /// A new, empty server. Inside a tokio runtime it also runs the garbage collector.
+    pub fn new(options: ServerOptions) -> Self {
+        let (events, _) = broadcast::channel(65_536);
+        let (shutdown, _) = tokio::sync::watch::channel(false);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::new(events, options.history_limit)),
+            faults: Mutex::new(Faults::new(options.seed)),
+            options,
+            log: Mutex::new(Vec::new()),
+            policy: Mutex::new(Policy::default()),
+            gc_enabled: AtomicBool::new(true),
+            gc_notify: Notify::new(),
+            write_latency_us: AtomicU64::new(0),
+            address: Mutex::new("127.0.0.1:0".to_string()),
+            shutdown,
+        });
+        // Built-in namespaces exist on every cluster.
+        for ns in ["default", "kube-system", "kube-public"] {
+            let ns_def = shared
+                .state
+                .lock()
+                .lookup("", "v1", "namespaces")
+                .expect("built-in");
+            let ctx = ops::WriteCtx {
+                manager: "kube-apiserver".into(),
+                api_version: "v1".into(),
+                dry_run: false,
+                time: ops::now(),
+            };
+            ops::create(
+                &mut shared.state.lock(),
+                &ns_def,
+                "v1",
+                None,
+                serde_json::json!({"metadata": {"name": ns}}),
+                &ctx,
+                false,
+            )
+            .expect("built-in namespace");
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(garbage_collector(Arc::downgrade(&shared)));
+        }
+        ApiServer { shared }
+    }
+
+    /// The server as a tower service, for `kube::Client::new` without sockets.
+    pub fn service(&self) -> ApiService {
+        ApiService {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// A kube client talking to this server in-process.
+    pub fn client(&self) -> kube::Client {
+        kube::Client::new(self.service(), "default")
+    }
+
+    /// Serves over TCP on 127.0.0.1 (port 0: any free port) until the returned handle is dropped.
+    pub async fn serve(&self, port: u16) -> anyhow::Result<Serving> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .with_context(|| format!("binding 127.0.0.1:{port}"))?;
+        let addr = listener.local_addr()?;
+        *self.shared.address.lock() = addr.to_string();
+        let tls = if self.shared.options.tls {
+            Some(tls::generate()?)
+        } else {
+            None
+        };
+        let acceptor = tls
+            .as_ref()
+            .map(|t| tokio_rustls::TlsAcceptor::from(t.config.clone()));
+        let shared = self.shared.clone();
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let shared = shared.clone();
+                let acceptor = acceptor.clone();
+                connections.spawn(async move {
+                    match acceptor {
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(stream).await {
+                                serve_connection(shared, stream).await;
+                            }
+                        }
+                        None => serve_connection(shared, stream).await,
+                    }
+                });
+                while connections.try_join_next().is_some() {}
+            }
+        });
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        Ok(Serving {
+            url: format!("{scheme}://{addr}"),
+            addr,
+            ca_pem: tls.map(|t| t.ca_pem),
+            token: self.shared.options.token.clone(),
+            task,
+        })
+    }
+
+    // ---- what tests observe ----
+
+    /// Every request served so far, in order.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.shared.log.lock().clone()
+    }
+
+    pub fn reset_requests(&self) {
+        self.shared.log.lock().clear();
+    }
+
+    /// How many requests had this verb on this resource (plural).
+    pub fn count(&self, verb: &str, resource: &str) -> usize {
+        self.shared
+            .log
+            .lock()
+            .iter()
+            .filter(|r| r.verb == verb && r.resource == resource)
+            .count()
+    }
+
+    /// Requests that changed state (not reads, dry runs or access reviews).
+    pub fn mutations(&self) -> Vec<RequestRecord> {
+        self.shared
+            .log
+            .lock()
+            .iter()
+            .filter(|r| r.is_mutation())
+            .cloned()
+            .collect()
+    }
+
+    // ---- what tests steer ----
+
+    pub fn inject(&self, rule: FaultRule) {
+        self.shared.faults.lock().add(rule);
+    }
+
+    pub fn clear_faults(&self) {
+        self.shared.faults.lock().clear();
+    }
+
+    /// Forbid `verb` on `resource` to everyone (403, and SelfSubjectAccessReviews say no).
+    pub fn deny(&self, verb: &str, resource: &str) {
+        self.shared.policy.lock().deny(verb, resource);
+    }
+
+    /// Allow an impersonated `user` to `verb` `resource` in `group` (`*` matches anything).
+    pub fn grant(&self, user: &str, verb: &str, group: &str, resource: &str) {
+        self.shared.policy.lock().grant(user, verb, group, resource);
+    }
+
+    /// Added to every write before it is applied, outside the store lock: an etcd commit.
+    pub fn set_write_latency(&self, latency: Duration) {
+        self.shared
+            .write_latency_us
+            .store(latency.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Switches the garbage collector (and namespace cleanup after owners vanish) on or off.
+    pub fn set_garbage_collection(&self, enabled: bool) {
+        self.shared.gc_enabled.store(enabled, Ordering::Relaxed);
+        if enabled {
+            self.shared.gc_notify.notify_one();
+        }
+    }
+
+    /// Runs the garbage collector now, to completion.
+    pub fn collect_garbage(&self) {
+        ops::collect_garbage(&mut self.shared.state.lock(), &ops::now());
+    }
+
+    /// Forgets the watch history, as an etcd compaction does (old resourceVersions become 410).
+    pub fn compact(&self) {
+        self.shared.state.lock().compact();
+    }
+
+    // ---- fixtures ----
+
+    /// Creates every object of a multi-document YAML (or JSON) text as the admin, keeping `status`
+    /// (fixtures describe observed state; a real create would drop it). CRDs become served at once.
+    pub fn load_yaml(&self, text: &str) -> anyhow::Result<Vec<Value>> {
+        let docs: Vec<Value> = serde_saphyr::from_multiple(text).context("parsing fixture YAML")?;
+        let mut created = Vec::new();
+        for doc in docs.into_iter().filter(|d| !d.is_null()) {
+            created.push(self.load(doc)?);
+        }
+        Ok(created)
+    }
+
+    /// Creates one object (see [`ApiServer::load_yaml`]).
+    pub fn load(&self, object: Value) -> anyhow::Result<Value> {
+        let api_version = object["apiVersion"]
+            .as_str()
+            .context("object without apiVersion")?
+            .to_string();
+        let kind = object["kind"]
+            .as_str()
+            .context("object without kind")?
+            .to_string();
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), api_version.clone()),
+        };
+        let mut state = self.shared.state.lock();
+        let def = state
+            .resources()
+            .find(|d| d.group == group && d.kind == kind && d.version(&version).is_some())
+            .cloned()
+            .with_context(|| format!("{api_version} {kind} is not served"))?;
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| def.namespaced.then(|| "default".to_string()));
+        let ctx = ops::WriteCtx {
+            manager: "capi-sandbox".into(),
+            api_version: api_version.clone(),
+            dry_run: false,
+            time: ops::now(),
+        };
+        let created = ops::create(
+            &mut state,
+            &def,
+            &version,
+            namespace.as_deref(),
+            object,
+            &ctx,
+            true,
+        )
+        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        Ok(ops::at_version(&created, &def, &version))
+    }
+
+    /// Every stored object, at its storage version.
+    pub fn dump(&self) -> Vec<Value> {
+        self.shared
+            .state
+            .lock()
+            .all_objects()
+            .into_iter()
+            .map(|(_, v)| (*v).clone())
+            .collect()
+    }
+
+    /// One stored object (storage version), bypassing the API: for assertions.
+    pub fn object(&self, group: &str, plural: &str, namespace: &str, name: &str) -> Option<Value> {
+        self.shared
+            .state
+            .lock()
+            .get(
+                &(group.to_string(), plural.to_string()),
+                &(namespace.to_string(), name.to_string()),
+            )
+            .map(|v| (*v).clone())
+    }
+
+    pub fn object_count(&self) -> usize {
+        self.shared.state.lock().count()
+    }
+
+    /// Back to a fresh server: no objects, no CRDs, no log, faults or policy.
+    pub fn reset(&self) {
+        {
+            let mut state = self.shared.state.lock();
+            let fresh = ApiServer::new(self.shared.options.clone());
+            std::mem::swap(&mut *state, &mut *fresh.shared.state.lock());
+            // Watchers of the old state must not see the new one's history as continuous.
+            state.compact();
+        }
+        self.shared.log.lock().clear();
+        self.shared.faults.lock().clear();
+        self.shared.policy.lock().clear();
+    }
+}
+
+async fn garbage_collector(shared: Weak<Shared>) {
+    loop {
+        let notified = match shared.upgrade() {
+            Some(s) => {
+                let n = async move {
+                    s.gc_notify.notified().await;
+                    s
+                };
+                n.await
+            }
+            None => return,
+        };
+        if notified.gc_enabled.load(Ordering::Relaxed) {
+            ops::collect_garbage(&mut notified.state.lock(), &ops::now());
+        }
+        drop(notified);
+    }
+}
+
+async fn serve_connection<S>(shared: Arc<Shared>, stream: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+        let response = respond(shared.clone(), request);
+        // A concrete error type keeps hyper's connection future `Send` for every lifetime.
+        async move { response.await.map_err(std::io::Error::other) }
+    });
+    let builder =
+        hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+    let _ = builder
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+        .await;
+}
+
+/// Reads the body (up to the apiserver's limit) and serves the request; `Err` closes the connection.
+fn respond<B>(
+    shared: Arc<Shared>,
+    request: Request<B>,
+) -> Pin<Box<dyn Future<Output = Result<Response<axum::body::Body>, BoxError>> + Send>>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = request.into_parts();
+    let body = Limited::new(body, handler::MAX_REQUEST_BYTES + 1);
+    Box::pin(async move {
+        let bytes = match body.collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(err) => {
+                if err
+                    .downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    return Ok(handler::error_response(
+                        &status::ApiError::request_too_large(handler::MAX_REQUEST_BYTES),
+                    ));
+                }
+                return Err(err);
+            }
+        };
+        respond_bytes(shared, Request::from_parts(parts, bytes)).await
+    })
+}
+
+async fn respond_bytes(
+    shared: Arc<Shared>,
+    request: Request<Bytes>,
+) -> Result<Response<axum::body::Body>, BoxError> {
+    match handler::handle(shared, request).await {
+        Outcome::Respond(response) => Ok(response),
+        Outcome::Drop => Err("connection dropped by an injected fault".into()),
+    }
+}
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The server as a `tower::Service`, for in-process clients.
+#[derive(Clone)]
+pub struct ApiService {
+    shared: Arc<Shared>,
+}
+
+impl<B> tower::Service<Request<B>> for ApiService
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<axum::body::Body>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        respond(self.shared.clone(), request)
+    }
+}
+
+/// A server listening on loopback; dropping it stops serving.
+pub struct Serving {
+    pub url: String,
+    pub addr: SocketAddr,
+    /// PEM of the CA to trust, when serving TLS.
+    pub ca_pem: Option<String>,
+    pub token: Option<String>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Serving {
+    /// A kubeconfig cluster + user + context entry for this server, merged into one document by
+    /// [`kubeconfig`].
+    pub fn kubeconfig_entry(&self, context: &str) -> KubeconfigEntry {
+        KubeconfigEntry {
+            context: context.to_string(),
+            server: self.url.clone(),
+            ca_pem: self.ca_pem.clone(),
+            token: self.token.clone(),
+            namespace: Some("default".to_string()),
+        }
+    }
+
+    /// A kube client over HTTP(S), as the plugin would build it from the kubeconfig.
+    pub async fn client(&self) -> anyhow::Result<kube::Client> {
+        let text = kubeconfig(&[self.kubeconfig_entry("sandbox")]);
+        let config: kube::config::Kubeconfig = serde_saphyr::from_str(&text)?;
+        let config = kube::Config::from_custom_kubeconfig(
+            config,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct KubeconfigEntry {
+    pub context: String,
+    pub server: String,
+    pub ca_pem: Option<String>,
+    pub token: Option<String>,
+    pub namespace: Option<String>,
+}
+
+/// A kubeconfig document with one cluster, user and context per entry; the first is current.
+pub fn kubeconfig(entries: &[KubeconfigEntry]) -> String {
+    use base64::Engine;
+    let mut clusters = Vec::new();
+    let mut users = Vec::new();
+    let mut contexts = Vec::new();
+    for e in entries {
+        let mut cluster = serde_json::json!({"server": e.server});
+        if let Some(ca) = &e.ca_pem {
+            cluster["certificate-authority-data"] =
+                serde_json::json!(base64::engine::general_purpose::STANDARD.encode(ca));
+        }
+        clusters.push(serde_json::json!({"name": e.context, "cluster": cluster}));
+        let user = match &e.token {
+            Some(token) => serde_json::json!({"token": token}),
+            None => serde_json::json!({}),
+        };
+        users.push(serde_json::json!({"name": e.context, "user": user}));
+        let mut context = serde_json::json!({"cluster": e.context, "user": e.context});
+        if let Some(ns) = &e.namespace {
+            context["namespace"] = serde_json::json!(ns);
+        }
+        contexts.push(serde_json::json!({"name": e.context, "context": context}));
+    }
+    let doc = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": clusters,
+        "users": users,
+        "contexts": contexts,
+        "current-context": entries.first().map(|e| e.context.clone()).unwrap_or_default(),
+        "preferences": {},
+    });
+    serde_saphyr::to_string(&doc).expect("kubeconfig serialises")
+}
+
+/// Writes a kubeconfig readable only by its owner (it may hold a token).
+pub fn write_kubeconfig(path: &std::path::Path, entries: &[KubeconfigEntry]) -> anyhow::Result<()> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    file.write_all(kubeconfig(entries).as_bytes())?;
+    Ok(())
+}

@@ -1,0 +1,7 @@
+//! capi-sandbox: the test substrate of kubectl-capi. An in-memory Kubernetes API server that
+//! real kubectl and kube-rs both talk to, plus its own Cluster API CRD set.
+
+pub mod apiserver;
+pub mod crds;
+
+pub use apiserver::{ApiServer, FaultAction, FaultRule, RequestRecord, ServerOptions, Serving};
