@@ -2,6 +2,7 @@
 //! real kubectl and kube-rs both talk to, plus its own Cluster API CRD set.
 
 pub mod apiserver;
+pub mod bench;
 pub mod crds;
 
 pub use apiserver::{ApiServer, FaultAction, FaultRule, RequestRecord, ServerOptions, Serving};

@@ -40,6 +40,16 @@ enum Command {
         #[arg(long)]
         token: Option<String>,
     },
+    /// Measure the API server's capacity: creates (sequential and concurrent, in-process) up to
+    /// --objects stored objects, and LIST of --listed objects in-process and over HTTP.
+    BenchApiserver {
+        #[arg(long, default_value_t = 50_000)]
+        objects: usize,
+        #[arg(long, default_value_t = 10_000)]
+        listed: usize,
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+    },
 }
 
 #[tokio::main]
@@ -69,6 +79,23 @@ async fn main() -> anyhow::Result<()> {
                 kubeconfig.display()
             );
             tokio::signal::ctrl_c().await?;
+            Ok(())
+        }
+        Command::BenchApiserver {
+            objects,
+            listed,
+            concurrency,
+        } => {
+            let options = capi_sandbox::bench::Options {
+                objects,
+                listed: listed.min(objects),
+                concurrency,
+            };
+            let figures = capi_sandbox::bench::apiserver(&options).await?;
+            let width = figures.iter().map(|f| f.what.len()).max().unwrap_or(0);
+            for figure in figures {
+                println!("{:width$}  {}", figure.what, figure.value);
+            }
             Ok(())
         }
     }
