@@ -178,9 +178,10 @@ impl Policy {
         self.denied.clear();
         self.granted.clear();
     }
+    /// `subjects` are the user name and `group:<name>` for each of its groups.
     pub fn allows(
         &self,
-        user: &str,
+        subjects: &[String],
         is_admin: bool,
         verb: &str,
         group: &str,
@@ -197,13 +198,16 @@ impl Policy {
         if is_admin {
             return true;
         }
-        self.granted.get(user).is_some_and(|rules| {
-            rules.iter().any(|(v, g, r)| {
-                (v == "*" || v == verb)
-                    && (g == "*" || g == group)
-                    && (r == "*" || r == base || r == resource)
+        subjects
+            .iter()
+            .filter_map(|s| self.granted.get(s))
+            .any(|rules| {
+                rules.iter().any(|(v, g, r)| {
+                    (v == "*" || v == verb)
+                        && (g == "*" || g == group)
+                        && (r == "*" || r == base || r == resource)
+                })
             })
-        })
     }
 }
 
@@ -232,10 +236,14 @@ mod tests {
     fn policy_denies_admin_and_grants_users() {
         let mut policy = Policy::default();
         policy.deny("delete", "clusters");
-        assert!(!policy.allows("admin", true, "delete", "cluster.x-k8s.io", "clusters"));
-        assert!(policy.allows("admin", true, "get", "cluster.x-k8s.io", "clusters"));
-        assert!(!policy.allows("nobody", false, "get", "cluster.x-k8s.io", "clusters"));
+        let admin = ["admin".to_string()];
+        let nobody = ["nobody".to_string(), "group:ops".to_string()];
+        assert!(!policy.allows(&admin, true, "delete", "cluster.x-k8s.io", "clusters"));
+        assert!(policy.allows(&admin, true, "get", "cluster.x-k8s.io", "clusters"));
+        assert!(!policy.allows(&nobody, false, "get", "cluster.x-k8s.io", "clusters"));
         policy.grant("nobody", "get", "*", "clusters");
-        assert!(policy.allows("nobody", false, "get", "cluster.x-k8s.io", "clusters"));
+        assert!(policy.allows(&nobody, false, "get", "cluster.x-k8s.io", "clusters"));
+        policy.grant("group:ops", "list", "*", "*");
+        assert!(policy.allows(&nobody, false, "list", "", "secrets"));
     }
 }

@@ -33,7 +33,17 @@ pub enum Outcome {
 #[derive(Clone, Debug)]
 pub struct User {
     pub name: String,
+    pub groups: Vec<String>,
     pub is_admin: bool,
+}
+
+impl User {
+    /// What authorization rules may name: the user and `group:<g>` for each group.
+    fn subjects(&self) -> Vec<String> {
+        std::iter::once(self.name.clone())
+            .chain(self.groups.iter().map(|g| format!("group:{g}")))
+            .collect()
+    }
 }
 
 /// A request for a resource, once routed.
@@ -131,16 +141,24 @@ fn authenticate(shared: &Shared, headers: &HeaderMap) -> ApiResult<User> {
         }
     }
     let admin = shared.options.admin_user.clone();
+    let groups: Vec<String> = headers
+        .get_all("impersonate-group")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::to_string)
+        .collect();
     match headers
         .get("impersonate-user")
         .and_then(|v| v.to_str().ok())
     {
         Some(user) if user != admin => Ok(User {
             name: user.to_string(),
+            groups,
             is_admin: false,
         }),
         _ => Ok(User {
             name: admin,
+            groups: vec!["system:masters".to_string()],
             is_admin: true,
         }),
     }
@@ -354,7 +372,7 @@ async fn serve(
     record.subresource = target.subresource.clone();
 
     let allowed = shared.policy.lock().allows(
-        &user.name,
+        &user.subjects(),
         user.is_admin,
         target.verb,
         &target.def.group,
@@ -688,7 +706,7 @@ fn access_review(shared: &Shared, user: &User, mut review: Value) -> Value {
         None => attrs["resource"].as_str().unwrap_or("").to_string(),
     };
     let allowed = shared.policy.lock().allows(
-        &user.name,
+        &user.subjects(),
         user.is_admin,
         attrs["verb"].as_str().unwrap_or(""),
         attrs["group"].as_str().unwrap_or(""),

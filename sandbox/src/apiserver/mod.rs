@@ -260,7 +260,8 @@ impl ApiServer {
         self.shared.policy.lock().deny(verb, resource);
     }
 
-    /// Allow an impersonated `user` to `verb` `resource` in `group` (`*` matches anything).
+    /// Allow an impersonated `user` (or `group:<name>` for everyone in an impersonated group) to
+    /// `verb` `resource` in `group` (`*` matches anything).
     pub fn grant(&self, user: &str, verb: &str, group: &str, resource: &str) {
         self.shared.policy.lock().grant(user, verb, group, resource);
     }

@@ -4,4 +4,5 @@
 mod common;
 mod kube_rs;
 mod kubectl;
+mod semantics;
 mod server;
