@@ -278,6 +278,51 @@ fn parse_body(body: &Bytes, content_type: &str) -> ApiResult<Value> {
     })
 }
 
+/// `fieldValidation`: Strict refuses unknown fields, Warn (the default) reports them in
+/// `Warning` headers, Ignore drops them silently.
+fn validate_fields(
+    def: &ResourceDef,
+    object: &mut Value,
+    query: &Query,
+    warnings: &mut Vec<String>,
+) -> ApiResult<()> {
+    let unknown = ops::unknown_fields(def, object);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    match query.get("fieldValidation").unwrap_or("Warn") {
+        // Built-in kinds are decoded into typed structs, and the message says so.
+        "Strict" if !def.is_custom() => Err(ApiError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+            unknown
+                .iter()
+                .map(|f| format!("unknown field \"{f}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
+            kind = def.kind,
+            version = def.storage_version(),
+        ))),
+        "Strict" => Err(ApiError::bad_request(format!(
+            "strict decoding error: {}",
+            unknown
+                .iter()
+                .map(|f| format!("unknown field \"{f}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+        "Ignore" => {
+            ops::drop_fields(object, &unknown);
+            Ok(())
+        }
+        _ => {
+            warnings.extend(unknown.iter().map(|f| format!("unknown field \"{f}\"")));
+            // Decoding drops what the schema does not know.
+            ops::drop_fields(object, &unknown);
+            Ok(())
+        }
+    }
+}
+
 fn deprecation_warning(target: &Target) -> Vec<(header::HeaderName, String)> {
     let Some(v) = target.def.version(&target.version) else {
         return Vec::new();
@@ -420,8 +465,24 @@ async fn serve(
             tokio::time::sleep(latency).await;
         }
     }
-    let warnings = deprecation_warning(&target);
-    let result = execute(shared, &user, &target, headers, query, body).await;
+    let mut warnings = deprecation_warning(&target);
+    let mut field_warnings = Vec::new();
+    let result = execute(
+        shared,
+        &user,
+        &target,
+        headers,
+        query,
+        body,
+        &mut field_warnings,
+    )
+    .await;
+    warnings.extend(field_warnings.into_iter().map(|w| {
+        (
+            header::HeaderName::from_static("warning"),
+            format!("299 - \"{}\"", w.replace('"', "\\\"")),
+        )
+    }));
     if is_write {
         shared.gc_wanted();
     }
@@ -553,6 +614,7 @@ async fn execute(
     headers: &HeaderMap,
     query: &Query,
     body: Bytes,
+    warnings: &mut Vec<String>,
 ) -> ApiResult<Reply> {
     let def = &target.def;
     let version = target.version.as_str();
@@ -582,7 +644,8 @@ async fn execute(
         "list" => list(shared, target, query),
         "watch" => start_watch(shared, target, query),
         "create" => {
-            let object = parse_body(&body, content_type)?;
+            let mut object = parse_body(&body, content_type)?;
+            validate_fields(def, &mut object, query, warnings)?;
             if def.flavor == Flavor::SelfSubjectAccessReview {
                 return Ok(Reply::Json(201, access_review(shared, user, object)));
             }
@@ -605,7 +668,8 @@ async fn execute(
             Ok(Reply::Json(201, answer))
         }
         "update" => {
-            let new = parse_body(&body, content_type)?;
+            let mut new = parse_body(&body, content_type)?;
+            validate_fields(def, &mut new, query, warnings)?;
             let ctx = write_ctx(shared, target, query, headers);
             let mut state = shared.state.lock();
             let old = state.get(&def.key(), &key()).ok_or_else(|| {
@@ -631,7 +695,15 @@ async fn execute(
             }
             Ok(Reply::Json(200, ops::at_version(&updated, def, version)))
         }
-        "patch" => patch(shared, target, headers, query, content_type, &body),
+        "patch" => patch(
+            shared,
+            target,
+            headers,
+            query,
+            content_type,
+            &body,
+            warnings,
+        ),
         "delete" => {
             let options = delete_options(&body)?;
             let dry_run = query.dry_run() || options.1;
@@ -938,6 +1010,7 @@ fn patch(
     query: &Query,
     content_type: &str,
     body: &Bytes,
+    warnings: &mut Vec<String>,
 ) -> ApiResult<Reply> {
     let def = &target.def;
     let version = target.version.as_str();
@@ -960,7 +1033,8 @@ fn patch(
                 )],
             ));
         }
-        let applied = parse_body(body, "application/yaml")?;
+        let mut applied = parse_body(body, "application/yaml")?;
+        validate_fields(def, &mut applied, query, warnings)?;
         let at = ops::At {
             def,
             version,
@@ -999,6 +1073,9 @@ fn patch(
             patch::strategic(&mut working, &value)?;
         }
         PatchKind::Apply => unreachable!("handled above"),
+    }
+    if !is_scale {
+        validate_fields(def, &mut working, query, warnings)?;
     }
     if is_scale {
         working =

@@ -300,6 +300,83 @@ fn check_stored_size(object: &Value) -> ApiResult<()> {
     Ok(())
 }
 
+const KNOWN_METADATA: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// Fields the server's schema does not know. Metadata is always checked; the top level only for
+/// kinds with a closed schema (custom resources here keep unknown fields).
+pub fn unknown_fields(def: &ResourceDef, object: &Value) -> Vec<String> {
+    let mut unknown: Vec<String> = object["metadata"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !KNOWN_METADATA.contains(&k.as_str()))
+        .map(|(k, _)| format!("metadata.{k}"))
+        .collect();
+    let top: &[&str] = match def.flavor {
+        Flavor::Custom => return unknown,
+        Flavor::Secret => &[
+            "apiVersion",
+            "kind",
+            "metadata",
+            "data",
+            "stringData",
+            "type",
+            "immutable",
+        ],
+        Flavor::ConfigMap => &[
+            "apiVersion",
+            "kind",
+            "metadata",
+            "data",
+            "binaryData",
+            "immutable",
+        ],
+        Flavor::Namespace | Flavor::CustomResourceDefinition => {
+            &["apiVersion", "kind", "metadata", "spec", "status"]
+        }
+        Flavor::SelfSubjectAccessReview => &["apiVersion", "kind", "metadata", "spec", "status"],
+    };
+    unknown.extend(
+        object
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !top.contains(&k.as_str()))
+            .map(|(k, _)| k.clone()),
+    );
+    unknown
+}
+
+/// Removes fields named as `unknown_fields` reports them.
+pub fn drop_fields(object: &mut Value, fields: &[String]) {
+    for field in fields {
+        match field.strip_prefix("metadata.") {
+            Some(meta) => {
+                object["metadata"].as_object_mut().map(|m| m.remove(meta));
+            }
+            None => {
+                object.as_object_mut().map(|m| m.remove(field));
+            }
+        }
+    }
+}
+
 /// Namespace admission: the namespace must exist and not be terminating.
 fn admit_namespace(state: &State, def: &ResourceDef, namespace: &str, name: &str) -> ApiResult<()> {
     let ns_key = (String::new(), "namespaces".to_string());
@@ -901,7 +978,10 @@ pub fn delete(
     if def.flavor == Flavor::Namespace || !finalizers.is_empty() {
         let mut pending = (*old).clone();
         pending["metadata"]["deletionTimestamp"] = json!(time);
-        pending["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        // Namespaces are finalized through spec.finalizers and carry no grace period.
+        if def.flavor != Flavor::Namespace {
+            pending["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        }
         if !finalizers.is_empty() {
             pending["metadata"]["finalizers"] = Value::Array(finalizers);
         }

@@ -498,3 +498,64 @@ async fn impersonated_groups_carry_their_grants() {
     assert_eq!(get(&as_ops, WIDGETS).await.code, 200);
     assert_eq!(server.requests().last().unwrap().user, "alice");
 }
+
+#[tokio::test]
+async fn field_validation_strict_warn_and_ignore() {
+    let (_server, client) = capi_server(Dialect::V1beta2);
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "bogus": 1}, "data": {}, "extra": true});
+    let strict = post(
+        &client,
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        &cm,
+    )
+    .await;
+    assert_eq!(strict.code, 400);
+    assert_eq!(
+        strict.body["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"metadata.bogus\", unknown field \"extra\""
+    );
+    let warned = post(&client, "/api/v1/namespaces/default/configmaps", &cm).await;
+    assert_eq!(warned.code, 201);
+    let warnings: Vec<&str> = warned
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![
+            "299 - \"unknown field \\\"metadata.bogus\\\"\"",
+            "299 - \"unknown field \\\"extra\\\"\""
+        ]
+    );
+    assert!(
+        warned.body.get("extra").is_none() && warned.body["metadata"].get("bogus").is_none(),
+        "unknown fields are dropped"
+    );
+    let mut custom = cluster("c1");
+    custom["spec"]["anything"] = json!("kept");
+    custom["metadata"]["bogus"] = json!(1);
+    let refused = post(
+        &client,
+        &format!("{WIDGETS}?fieldValidation=Strict"),
+        &custom,
+    )
+    .await;
+    assert_eq!(
+        refused.body["message"],
+        "strict decoding error: unknown field \"metadata.bogus\""
+    );
+    custom["metadata"].as_object_mut().unwrap().remove("bogus");
+    let kept = post(
+        &client,
+        &format!("{WIDGETS}?fieldValidation=Strict"),
+        &custom,
+    )
+    .await;
+    assert_eq!(
+        kept.code, 201,
+        "custom resources keep unknown fields under x-kubernetes-preserve-unknown-fields"
+    );
+    assert_eq!(kept.body["spec"]["anything"], "kept");
+}
