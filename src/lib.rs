@@ -2,8 +2,102 @@
 //! their scaling while in-flight Machines finish (`pause`/`resume`), and a clusterctl-compatible,
 //! resumable `move`.
 //!
-//! The binary (`src/main.rs`) only parses arguments and maps the outcome to an exit code; the
-//! logic lives here so tests and benchmarks call it directly.
+//! Data flows one way: flags → [`settings::Settings`] → connection and [`kube::Catalog`] →
+//! [`snapshot::Snapshot`] → pure evaluation over the [`model`] → output through
+//! [`output::Printer`]. The binary only parses arguments and maps the outcome to an exit code.
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod kube;
+pub mod model;
+pub mod names;
+pub mod output;
+pub mod settings;
+pub mod snapshot;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::error::Error;
+use crate::output::{ExitStatus, Printer};
+use crate::settings::{OutputFormat, Settings};
 
 /// The plugin's version, as `kubectl capi version` reports it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Parses `args` (argv including the program name) and runs the command.
+pub async fn run<I, T>(args: I) -> ExitStatus
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
+    let settings = match Settings::from_args(&cli.global) {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitStatus::Error;
+        }
+    };
+    let printer = Printer::new(settings.output, settings.color, settings.verbosity);
+    let outcome = match &cli.command {
+        Command::Version(args) => commands::version::run(args, &settings, &printer).await,
+        Command::Completion { shell } => Ok(commands::completion(*shell, &printer)),
+        Command::Ready(_) => Err(Error::NotImplemented("kubectl capi ready")),
+        Command::Pause(_) => Err(Error::NotImplemented("kubectl capi pause")),
+        Command::Resume(_) => Err(Error::NotImplemented("kubectl capi resume")),
+        Command::Move(_) => Err(Error::NotImplemented("kubectl capi move")),
+    };
+    match outcome {
+        Ok(status) => status,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitStatus::Error
+        }
+    }
+}
+
+/// Help and version go to stdout with exit 0; every other clap error becomes one `error:` line.
+fn usage_error(error: clap::Error) -> ExitStatus {
+    use clap::error::ErrorKind;
+    match error.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                ExitStatus::Error
+            } else {
+                ExitStatus::Success
+            }
+        }
+        _ => {
+            let rendered = error.render().to_string();
+            let mut lines = rendered.lines().map(str::trim).filter(|l| {
+                !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:")
+            });
+            let first = lines
+                .next()
+                .unwrap_or("error: invalid arguments")
+                .trim_start_matches("error: ")
+                .to_string();
+            let rest: Vec<&str> = lines.collect();
+            let detail = if rest.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", rest.join("; "))
+            };
+            eprintln!("error: {first}{detail}; see 'kubectl capi --help'");
+            ExitStatus::Error
+        }
+    }
+}
+
+/// For tests and callers that already hold settings: whether output is machine-readable.
+pub fn is_structured(format: OutputFormat) -> bool {
+    format.is_structured()
+}

@@ -1,8 +1,6 @@
 use std::process::ExitCode;
 
-fn main() -> ExitCode {
-    // The command-line interface arrives with the plugin foundation (issue 3); until then the
-    // binary only identifies itself.
-    println!("kubectl-capi {}", kubectl_capi::VERSION);
-    ExitCode::SUCCESS
+#[tokio::main]
+async fn main() -> ExitCode {
+    kubectl_capi::run(std::env::args_os()).await.into()
 }

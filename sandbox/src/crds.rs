@@ -344,6 +344,66 @@ pub fn all(dialect: Dialect) -> Vec<Value> {
     out
 }
 
+/// clusterctl's inventory of a management cluster: (provider name, type, namespace).
+pub const PROVIDERS: &[(&str, &str, &str)] = &[
+    ("cluster-api", "CoreProvider", "capi-system"),
+    (
+        "kubeadm",
+        "BootstrapProvider",
+        "capi-kubeadm-bootstrap-system",
+    ),
+    (
+        "kubeadm",
+        "ControlPlaneProvider",
+        "capi-kubeadm-control-plane-system",
+    ),
+    ("docker", "InfrastructureProvider", "capd-system"),
+];
+
+/// The Cluster API release a flavour imitates.
+pub fn release(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::V1beta1 => "v1.10.6",
+        _ => "v1.14.0",
+    }
+}
+
+/// The `Provider` objects `clusterctl init` leaves behind, with their namespaces.
+pub fn inventory(dialect: Dialect, version: &str) -> Vec<Value> {
+    if dialect == Dialect::None {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (name, type_, namespace) in PROVIDERS {
+        out.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}));
+        let prefix = match *type_ {
+            "CoreProvider" => "",
+            "BootstrapProvider" => "bootstrap-",
+            "ControlPlaneProvider" => "control-plane-",
+            _ => "infrastructure-",
+        };
+        out.push(json!({
+            "apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3",
+            "kind": "Provider",
+            "metadata": {"name": format!("{prefix}{name}"), "namespace": namespace,
+                "labels": {"clusterctl.cluster.x-k8s.io": "", "cluster.x-k8s.io/provider": format!("{prefix}{name}")}},
+            "providerName": name,
+            "type": type_,
+            "version": version,
+        }));
+    }
+    out
+}
+
+/// Installs a flavour's CRDs and clusterctl's provider inventory.
+pub fn install_with_inventory(server: &ApiServer, dialect: Dialect) -> anyhow::Result<()> {
+    install(server, dialect)?;
+    for object in inventory(dialect, release(dialect)) {
+        server.load(object)?;
+    }
+    Ok(())
+}
+
 /// Installs a flavour's CRDs into a server (through its create path, like `kubectl apply`).
 pub fn install(server: &ApiServer, dialect: Dialect) -> anyhow::Result<()> {
     for crd in all(dialect) {

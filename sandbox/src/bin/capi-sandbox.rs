@@ -21,8 +21,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve one in-memory API server on 127.0.0.1 with the Cluster API CRDs installed, write a
-    /// kubeconfig (context "sandbox") and serve until Ctrl-C, so real kubectl can talk to it.
+    /// Serve one in-memory API server on 127.0.0.1 with the Cluster API CRDs and clusterctl's
+    /// provider inventory installed, write a kubeconfig (context "sandbox") and serve until
+    /// Ctrl-C, so real kubectl (and kubectl capi) can talk to it.
     Serve {
         /// Port to listen on (0: any free port).
         #[arg(long, default_value_t = 0)]
@@ -68,7 +69,7 @@ async fn main() -> anyhow::Result<()> {
                 token,
                 ..ServerOptions::default()
             });
-            capi_sandbox::crds::install(&server, dialect)
+            capi_sandbox::crds::install_with_inventory(&server, dialect)
                 .context("installing the Cluster API CRDs")?;
             let serving = server.serve(port).await?;
             write_kubeconfig(&kubeconfig, &[serving.kubeconfig_entry("sandbox")])?;

@@ -1,0 +1,115 @@
+//! Command-line types only: what the user can type. `settings` resolves them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub const EXIT_CODES: &str = "Exit codes:
+  0    success (for ready: every selected cluster can be moved)
+  1    the answer is no: not ready, a --wait timed out, or a move refused by its preflight
+  2    error: bad input, unreachable or refusing API server, missing Cluster API
+  130  interrupted (Ctrl-C)";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-capi",
+    bin_name = "kubectl capi",
+    version,
+    about = "Cluster API operations around clusterctl move: readiness, scaling freeze and a resumable move",
+    after_help = EXIT_CODES,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// kubectl's own flags, accepted before or after the subcommand.
+#[derive(Debug, Args, Clone, Default)]
+pub struct GlobalArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, merged like kubectl, or ~/.kube/config).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The kubeconfig cluster to use (kubectl's meaning; Cluster API Clusters are positional names).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// The kubeconfig user to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub user: Option<String>,
+    /// Namespace of the Cluster API objects (default: the context's namespace, else "default").
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long, global = true)]
+    pub all_namespaces: bool,
+    /// Label selector on Clusters (e.g. env=prod,tier in (a,b)).
+    #[arg(short = 'l', long, global = true, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Output format: table, wide, json, yaml or name.
+    #[arg(short = 'o', long, global = true, value_name = "FORMAT")]
+    pub output: Option<String>,
+    /// Time limit of each API request, as kubectl takes it: 0 (none), 30 (seconds), 1s, 2m, 3h.
+    #[arg(long, global = true, value_name = "DURATION")]
+    pub request_timeout: Option<String>,
+    /// Log verbosity, as kubectl's -v (requests at 6 and above).
+    #[arg(short = 'v', long = "v", global = true, value_name = "LEVEL")]
+    pub verbosity: Option<u8>,
+    /// Impersonate this user.
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Impersonate this group (repeatable).
+    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    pub as_group: Vec<String>,
+    /// Do not verify the server's certificate (insecure).
+    #[arg(long, global = true)]
+    pub insecure_skip_tls_verify: bool,
+    /// When to colour status words.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Can these clusters be moved now? Which object blocks, and why.
+    Ready(Selection),
+    /// Freeze control-plane and worker scaling while in-flight Machines finish.
+    Pause(Selection),
+    /// Undo exactly what `pause` froze.
+    Resume(Selection),
+    /// Move Cluster API objects to another management cluster (clusterctl-compatible).
+    Move(Selection),
+    /// The plugin's version and the management cluster's Cluster API version.
+    Version(VersionArgs),
+    /// Shell completion script for bash, zsh, fish, elvish or powershell.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Which Clusters a command works on.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Selection {
+    /// Cluster names (default: every Cluster in the namespace).
+    pub clusters: Vec<String>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct VersionArgs {
+    /// Only the plugin's version; do not contact the cluster.
+    #[arg(long)]
+    pub client: bool,
+}

@@ -1,0 +1,17 @@
+//! One module per subcommand; each returns how it ended.
+
+pub mod version;
+
+use clap::CommandFactory;
+
+use crate::cli::Cli;
+use crate::output::{ExitStatus, Printer};
+
+/// `kubectl capi completion <shell>`.
+pub fn completion(shell: clap_complete::Shell, printer: &Printer) -> ExitStatus {
+    let mut command = Cli::command();
+    let mut buffer = Vec::new();
+    clap_complete::generate(shell, &mut command, "kubectl-capi", &mut buffer);
+    printer.data(&String::from_utf8_lossy(&buffer));
+    ExitStatus::Success
+}

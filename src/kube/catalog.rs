@@ -1,0 +1,244 @@
+//! Which Cluster API kinds the management cluster serves, and at which version each is read.
+//!
+//! The version is chosen per resource, not per group: providers share
+//! `infrastructure.cluster.x-k8s.io` at different versions. Order of preference: the CRD's storage
+//! version (when the CRDs can be read), else v1beta2, else v1beta1, else the highest served.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams};
+use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
+
+use super::connect::Cluster;
+use crate::error::{Error, Result};
+
+pub const CAPI_GROUPS: &[&str] = &[
+    "cluster.x-k8s.io",
+    "controlplane.cluster.x-k8s.io",
+    "bootstrap.cluster.x-k8s.io",
+    "infrastructure.cluster.x-k8s.io",
+    "addons.cluster.x-k8s.io",
+    "ipam.cluster.x-k8s.io",
+    "runtime.cluster.x-k8s.io",
+    "clusterctl.cluster.x-k8s.io",
+];
+
+/// The label prefix of Cluster API contract versions on CRDs (`cluster.x-k8s.io/v1beta2: v1beta1_v1beta2`).
+pub const CONTRACT_LABEL_PREFIX: &str = "cluster.x-k8s.io/";
+
+/// One served kind.
+#[derive(Debug, Clone)]
+pub struct KindInfo {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+    pub status_subresource: bool,
+    /// Every served version, highest priority first.
+    pub served_versions: Vec<String>,
+    /// The CRD's storage version, when the CRD could be read.
+    pub storage_version: Option<String>,
+    /// The CRD's labels, when it could be read.
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    kinds: BTreeMap<(String, String), KindInfo>,
+    /// Whether the CRDs could be read (else versions are chosen by preference).
+    pub crds_read: bool,
+}
+
+/// Kubernetes version priority key: GA > beta > alpha, higher numbers first.
+fn priority(version: &str) -> (u8, i64, i64) {
+    let rest = version.strip_prefix('v').unwrap_or(version);
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let major: i64 = digits.parse().unwrap_or(0);
+    let tail = &rest[digits.len()..];
+    let (level, minor) = if tail.is_empty() {
+        (0, 0)
+    } else if let Some(n) = tail.strip_prefix("beta") {
+        (1, n.parse().unwrap_or(0))
+    } else if let Some(n) = tail.strip_prefix("alpha") {
+        (2, n.parse().unwrap_or(0))
+    } else {
+        (3, 0)
+    };
+    (level, -major, -minor)
+}
+
+/// The version to read a kind at.
+pub fn choose_version(served: &[String], storage: Option<&str>) -> Option<String> {
+    if let Some(storage) = storage.filter(|s| served.iter().any(|v| v == s)) {
+        return Some(storage.to_string());
+    }
+    for preferred in ["v1beta2", "v1beta1"] {
+        if served.iter().any(|v| v == preferred) {
+            return Some(preferred.to_string());
+        }
+    }
+    let mut sorted = served.to_vec();
+    sorted.sort_by_key(|v| priority(v));
+    sorted.into_iter().next()
+}
+
+impl Catalog {
+    /// Aggregated discovery (falling back to legacy discovery) of the Cluster API groups, plus
+    /// one LIST of CRDs for storage versions and contract labels when permitted.
+    pub async fn discover(cluster: &Cluster) -> Result<Catalog> {
+        let discovery = match Discovery::new(cluster.client.clone())
+            .filter(CAPI_GROUPS)
+            .run_aggregated()
+            .await
+        {
+            Ok(d) => d,
+            Err(_) => Discovery::new(cluster.client.clone())
+                .filter(CAPI_GROUPS)
+                .run()
+                .await
+                .map_err(|e| cluster.api_error(e, "discovering the Cluster API kinds"))?,
+        };
+        let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
+        let (crd_list, crds_read) = match crds.list(&ListParams::default()).await {
+            Ok(list) => (list.items, true),
+            Err(kube::Error::Api(status)) if status.code == 403 || status.code == 404 => {
+                (Vec::new(), false)
+            }
+            Err(e) => return Err(cluster.api_error(e, "reading CustomResourceDefinitions")),
+        };
+        let mut served: BTreeMap<(String, String), Vec<(ApiResource, ApiCapabilities)>> =
+            BTreeMap::new();
+        for group in discovery.groups() {
+            for version in group.versions() {
+                for (resource, caps) in group.versioned_resources(version) {
+                    served
+                        .entry((resource.group.clone(), resource.kind.clone()))
+                        .or_default()
+                        .push((resource, caps));
+                }
+            }
+        }
+        let mut kinds = BTreeMap::new();
+        for ((group, kind), entries) in served {
+            let crd = crd_list
+                .iter()
+                .find(|c| c.spec.group == group && c.spec.names.kind == kind);
+            let storage = crd.and_then(|c| {
+                c.spec
+                    .versions
+                    .iter()
+                    .find(|v| v.storage)
+                    .map(|v| v.name.clone())
+            });
+            let mut versions: Vec<String> =
+                entries.iter().map(|(r, _)| r.version.clone()).collect();
+            versions.sort_by_key(|v| priority(v));
+            let Some(chosen) = choose_version(&versions, storage.as_deref()) else {
+                continue;
+            };
+            let Some((resource, caps)) = entries.into_iter().find(|(r, _)| r.version == chosen)
+            else {
+                continue;
+            };
+            kinds.insert(
+                (group, kind),
+                KindInfo {
+                    namespaced: caps.scope == Scope::Namespaced,
+                    status_subresource: caps
+                        .subresources
+                        .iter()
+                        .any(|(r, _)| r.plural.ends_with("status")),
+                    resource,
+                    served_versions: versions,
+                    storage_version: storage,
+                    labels: crd
+                        .and_then(|c| c.metadata.labels.clone())
+                        .unwrap_or_default(),
+                },
+            );
+        }
+        if !kinds.keys().any(|(g, _)| g == "cluster.x-k8s.io") {
+            return Err(Error::CapiNotInstalled {
+                url: cluster.url.clone(),
+            });
+        }
+        Ok(Catalog { kinds, crds_read })
+    }
+
+    pub fn kind(&self, group: &str, kind: &str) -> Option<&KindInfo> {
+        self.kinds.get(&(group.to_string(), kind.to_string()))
+    }
+
+    pub fn kinds(&self) -> impl Iterator<Item = &KindInfo> {
+        self.kinds.values()
+    }
+
+    /// The API dialect of the core group: the version Clusters are read at.
+    pub fn core_version(&self) -> Option<&str> {
+        self.kind("cluster.x-k8s.io", "Cluster")
+            .map(|k| k.resource.version.as_str())
+    }
+
+    /// The contract the management cluster implements (`v1beta2` for CAPI ≥ 1.11).
+    pub fn contract(&self) -> &str {
+        self.kind("cluster.x-k8s.io", "Cluster")
+            .and_then(|k| k.storage_version.as_deref())
+            .or(self.core_version())
+            .unwrap_or("v1beta2")
+    }
+
+    /// Resolves a version-less v1beta2 reference (`apiGroup` + `kind`) as Cluster API does: the
+    /// highest version listed in the CRD's `cluster.x-k8s.io/<contract>` label, else the version
+    /// the catalog reads the kind at.
+    pub fn resolve_ref(&self, api_group: &str, kind: &str) -> Option<ApiResource> {
+        let info = self.kind(api_group, kind)?;
+        let label = format!("{CONTRACT_LABEL_PREFIX}{}", self.contract());
+        if let Some(value) = info.labels.get(&label) {
+            let mut versions: Vec<String> = value.split('_').map(str::to_string).collect();
+            versions.sort_by_key(|v| priority(v));
+            if let Some(version) = versions
+                .into_iter()
+                .find(|v| info.served_versions.contains(v))
+            {
+                let mut resource = info.resource.clone();
+                resource.api_version = format!("{api_group}/{version}");
+                resource.version = version;
+                return Some(resource);
+            }
+        }
+        Some(info.resource.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn version_choice_prefers_storage_then_v1beta2() {
+        assert_eq!(
+            choose_version(&v(&["v1beta2", "v1beta1"]), Some("v1beta1")).as_deref(),
+            Some("v1beta1")
+        );
+        assert_eq!(
+            choose_version(&v(&["v1beta1", "v1beta2"]), None).as_deref(),
+            Some("v1beta2")
+        );
+        assert_eq!(
+            choose_version(&v(&["v1beta1"]), None).as_deref(),
+            Some("v1beta1")
+        );
+        assert_eq!(
+            choose_version(&v(&["v1alpha3", "v1alpha4"]), None).as_deref(),
+            Some("v1alpha4")
+        );
+        assert_eq!(
+            choose_version(&v(&["v1beta2"]), Some("v9")).as_deref(),
+            Some("v1beta2"),
+            "storage must be served"
+        );
+    }
+}

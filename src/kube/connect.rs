@@ -1,0 +1,126 @@
+//! kubeconfig + kubectl flags → a kube client, the way kubectl resolves them.
+
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+
+use crate::error::{Error, Result};
+use crate::settings::Connection;
+
+/// A connected management cluster.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: kube::Client,
+    /// The API server URL, for messages.
+    pub url: String,
+    /// The context's namespace, else `default`.
+    pub default_namespace: String,
+    /// Who acts: `--as`, else the kubeconfig user's name.
+    pub identity: String,
+}
+
+impl Cluster {
+    /// Wraps an existing client (tests use in-process sandbox clients).
+    pub fn from_client(client: kube::Client, url: &str) -> Cluster {
+        Cluster {
+            default_namespace: client.default_namespace().to_string(),
+            client,
+            url: url.to_string(),
+            identity: "unknown".into(),
+        }
+    }
+
+    /// The namespace a command works in: `-n` first, then the context's namespace.
+    pub fn namespace(&self, flag: Option<&str>) -> String {
+        flag.map(str::to_string)
+            .unwrap_or_else(|| self.default_namespace.clone())
+    }
+
+    pub fn api_error(&self, error: kube::Error, context: &str) -> Error {
+        Error::from_kube(error, &self.url, context)
+    }
+}
+
+fn kubeconfig_error(error: KubeconfigError) -> Error {
+    match error {
+        KubeconfigError::FindPath => Error::NoKubeconfig,
+        KubeconfigError::ReadConfig(io, path) if io.kind() == std::io::ErrorKind::NotFound => {
+            Error::KubeconfigMissing(path)
+        }
+        other => Error::Kubeconfig(other.to_string()),
+    }
+}
+
+/// Reads the kubeconfig (`--kubeconfig`, else `KUBECONFIG` merged like kubectl, else
+/// `~/.kube/config`) and builds a client with the connection flags applied.
+pub async fn connect(connection: &Connection) -> Result<Cluster> {
+    let kubeconfig = match &connection.kubeconfig {
+        Some(path) => {
+            if !path.exists() {
+                return Err(Error::KubeconfigMissing(path.clone()));
+            }
+            Kubeconfig::read_from(path).map_err(kubeconfig_error)?
+        }
+        None => Kubeconfig::read().map_err(kubeconfig_error)?,
+    };
+    if let Some(context) = &connection.context
+        && !kubeconfig.contexts.iter().any(|c| &c.name == context)
+    {
+        return Err(Error::UnknownContext(context.clone()));
+    }
+    let context_name = connection
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone());
+    let kubeconfig_user = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| Some(&c.name) == context_name.as_ref())
+        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.user.clone());
+    let options = KubeConfigOptions {
+        context: connection.context.clone(),
+        cluster: connection.cluster.clone(),
+        user: connection.user.clone(),
+    };
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|e| match e {
+            KubeconfigError::LoadContext(name) => Error::UnknownContext(name),
+            other => kubeconfig_error(other),
+        })?;
+    // Exactly one retry layer, the plugin's own: kube's would retry some statuses itself.
+    config.default_retry = false;
+    if connection.insecure_skip_tls_verify {
+        config.accept_invalid_certs = true;
+    }
+    if let Some(timeout) = connection.request_timeout {
+        config.connect_timeout = Some(timeout);
+        config.read_timeout = Some(timeout);
+        config.write_timeout = Some(timeout);
+    }
+    if let Some(user) = &connection.as_user {
+        config.auth_info.impersonate = Some(user.clone());
+    }
+    if !connection.as_groups.is_empty() {
+        config.auth_info.impersonate_groups = Some(connection.as_groups.clone());
+    }
+    let url = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
+    let default_namespace = config.default_namespace.clone();
+    let identity = connection
+        .as_user
+        .clone()
+        .or(connection.user.clone())
+        .or(kubeconfig_user)
+        .unwrap_or_else(|| "unknown".to_string());
+    let client = kube::Client::try_from(config)
+        .map_err(|e| Error::from_kube(e, &url, "building the client"))?;
+    Ok(Cluster {
+        client,
+        url,
+        default_namespace,
+        identity,
+    })
+}

@@ -1,0 +1,7 @@
+//! The thin API layer: connecting, discovering the Cluster API kinds, and reading them.
+
+pub mod catalog;
+pub mod connect;
+
+pub use catalog::{Catalog, KindInfo};
+pub use connect::{Cluster, connect};

@@ -1,0 +1,6 @@
+//! Output discipline: data on stdout, progress and warnings on stderr.
+
+pub mod printer;
+pub mod table;
+
+pub use printer::{ExitStatus, Printer};

@@ -1,0 +1,151 @@
+//! One place that decides where output goes and whether it is decorated.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use indicatif::ProgressDrawTarget;
+use serde::Serialize;
+
+use crate::cli::ColorChoice;
+use crate::settings::OutputFormat;
+
+/// How a command ended; mapped to the process exit code in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// 0: done (for `ready`: every selected cluster can be moved).
+    Success,
+    /// 1: the answer is no (not ready, timed out, refused by preflight).
+    Failure,
+    /// 2: an error.
+    Error,
+    /// 130: interrupted.
+    Interrupted,
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(status: ExitStatus) -> ExitCode {
+        ExitCode::from(match status {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Error => 2,
+            ExitStatus::Interrupted => 130,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Printer {
+    pub format: OutputFormat,
+    color: bool,
+    progress: bool,
+    pub verbosity: u8,
+}
+
+fn color_enabled(choice: ColorChoice, stream_is_tty: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+            let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+            let forced = std::env::var("CLICOLOR_FORCE").is_ok_and(|v| v != "0");
+            let off = std::env::var("CLICOLOR").is_ok_and(|v| v == "0");
+            !no_color && (forced || (stream_is_tty && !dumb && !off))
+        }
+    }
+}
+
+impl Printer {
+    pub fn new(format: OutputFormat, color: ColorChoice, verbosity: u8) -> Printer {
+        let stdout_tty = std::io::stdout().is_terminal();
+        let stderr_tty = std::io::stderr().is_terminal();
+        let color = !format.is_structured() && color_enabled(color, stdout_tty);
+        console::set_colors_enabled(color);
+        console::set_colors_enabled_stderr(color_enabled(ColorChoice::Auto, stderr_tty) && color);
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        Printer {
+            format,
+            color,
+            progress: stderr_tty && !dumb && !format.is_structured() && verbosity == 0,
+            verbosity,
+        }
+    }
+
+    /// A printer for tests: no colour, no progress.
+    pub fn plain(format: OutputFormat) -> Printer {
+        Printer {
+            format,
+            color: false,
+            progress: false,
+            verbosity: 0,
+        }
+    }
+
+    pub fn color(&self) -> bool {
+        self.color
+    }
+
+    /// Whether progress (spinners, bars) may be drawn: only on a TTY, only for tables.
+    pub fn progress(&self) -> bool {
+        self.progress
+    }
+
+    pub fn progress_target(&self) -> ProgressDrawTarget {
+        if self.progress {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        }
+    }
+
+    /// Writes data to stdout. A closed pipe (`| head`) is not an error worth reporting.
+    pub fn data(&self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        if !text.ends_with('\n') && !text.is_empty() {
+            let _ = out.write_all(b"\n");
+        }
+        let _ = out.flush();
+    }
+
+    pub fn warn(&self, message: &str) {
+        eprintln!("warning: {message}");
+    }
+
+    pub fn info(&self, message: &str) {
+        if !self.format.is_structured() || self.verbosity > 0 {
+            eprintln!("{message}");
+        }
+    }
+
+    pub fn debug(&self, level: u8, message: &str) {
+        if self.verbosity >= level {
+            eprintln!("{message}");
+        }
+    }
+
+    /// Serialises `value` as the chosen structured format (json or yaml).
+    pub fn structured<T: Serialize>(&self, value: &T) -> String {
+        match self.format {
+            OutputFormat::Yaml => serde_saphyr::to_string(value).unwrap_or_default(),
+            _ => {
+                let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+                text.push('\n');
+                text
+            }
+        }
+    }
+
+    /// Colours a status word when colour is on.
+    pub fn status_word(&self, word: &str, good: bool) -> String {
+        if !self.color {
+            return word.to_string();
+        }
+        let style = if good {
+            console::Style::new().green()
+        } else {
+            console::Style::new().yellow()
+        };
+        style.force_styling(true).apply_to(word).to_string()
+    }
+}

@@ -1,0 +1,204 @@
+//! Bad input and unreachable or refusing servers: one `error:` line naming problem and fix,
+//! exit code 2, and nothing written.
+
+use capi_sandbox::ServerOptions;
+use capi_sandbox::crds::Dialect;
+
+use crate::common::{Output, Sandbox, run_plugin};
+
+fn assert_one_line_error(output: &Output, contains: &str) {
+    assert_eq!(output.code, 2, "stderr: {}", output.stderr);
+    let lines: Vec<&str> = output.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {:?}", output.stderr);
+    assert!(lines[0].starts_with("error: "), "{}", lines[0]);
+    assert!(
+        lines[0].contains(contains),
+        "{:?} should contain {contains:?}",
+        lines[0]
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "nothing on stdout: {}",
+        output.stdout
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_reads_as_a_kubectl_plugin() {
+    let help = run_plugin(None, &["--help"]).await;
+    assert_eq!(help.code, 0);
+    assert!(
+        help.stdout
+            .contains("Usage: kubectl capi [OPTIONS] <COMMAND>"),
+        "{}",
+        help.stdout
+    );
+    for flag in [
+        "--kubeconfig",
+        "--context",
+        "--namespace",
+        "--all-namespaces",
+        "--selector",
+        "--output",
+        "--request-timeout",
+        "--as",
+        "--as-group",
+        "--insecure-skip-tls-verify",
+        "--color",
+    ] {
+        assert!(help.stdout.contains(flag), "{flag} in help");
+    }
+    assert!(
+        help.stdout.contains("130  interrupted"),
+        "exit codes documented"
+    );
+    let version = run_plugin(None, &["version", "--client", "-o", "json"]).await;
+    assert_eq!(version.code, 0);
+    let report: serde_json::Value = serde_json::from_str(&version.stdout).unwrap();
+    assert_eq!(report["plugin"], env!("CARGO_PKG_VERSION"));
+    assert!(report.get("managementCluster").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_flags_and_files() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    assert_one_line_error(
+        &sandbox.plugin(&["version", "-o", "xml"]).await,
+        "unknown output format \"xml\"; use one of table, wide, json, yaml, name",
+    );
+    assert_one_line_error(
+        &sandbox.plugin(&["version", "--bogus"]).await,
+        "unexpected argument '--bogus'",
+    );
+    assert_one_line_error(
+        &sandbox
+            .plugin(&["version", "--request-timeout", "soon"])
+            .await,
+        "invalid --request-timeout \"soon\"",
+    );
+    let missing = run_plugin(
+        None,
+        &["version", "--kubeconfig", "/nonexistent/kubeconfig"],
+    )
+    .await;
+    assert_one_line_error(
+        &missing,
+        "kubeconfig /nonexistent/kubeconfig not found; pass an existing file with --kubeconfig",
+    );
+    assert_one_line_error(
+        &sandbox.plugin(&["version", "--context", "elsewhere"]).await,
+        "context \"elsewhere\" is not in the kubeconfig",
+    );
+    assert!(sandbox.server.mutations().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_server() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    let closed = sandbox.kubeconfig_with("closed", |e| e.server = "http://127.0.0.1:1".into());
+    let output = run_plugin(Some(&closed), &["version"]).await;
+    assert_one_line_error(
+        &output,
+        "cannot reach the Kubernetes API server at http://127.0.0.1:1",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_failure_and_bad_token() {
+    let sandbox = Sandbox::start_with(
+        Dialect::V1beta2,
+        ServerOptions {
+            tls: true,
+            token: Some("s3cret".into()),
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let ok = sandbox.plugin(&["version", "-o", "json"]).await;
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+
+    let untrusted = sandbox.kubeconfig_with("untrusted", |e| e.ca_pem = None);
+    let output = run_plugin(Some(&untrusted), &["version"]).await;
+    assert_one_line_error(&output, "TLS connection to https://127.0.0.1:");
+    assert!(output.stderr.contains("--insecure-skip-tls-verify"));
+    let insecure = run_plugin(Some(&untrusted), &["version", "--insecure-skip-tls-verify"]).await;
+    assert_eq!(insecure.code, 0, "{}", insecure.stderr);
+
+    let wrong = sandbox.kubeconfig_with("wrong-token", |e| e.token = Some("wrong".into()));
+    assert_one_line_error(
+        &run_plugin(Some(&wrong), &["version"]).await,
+        "rejected the credentials (401 Unauthorized)",
+    );
+    assert!(sandbox.server.mutations().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_user() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    let output = sandbox.plugin(&["version", "--as", "nobody"]).await;
+    assert_one_line_error(
+        &output,
+        "User \"nobody\" cannot list resource \"providers\"",
+    );
+    assert!(output.stderr.contains("(403 Forbidden)"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_api_not_installed() {
+    let sandbox = Sandbox::start(Dialect::None).await;
+    let output = sandbox.plugin(&["version"]).await;
+    assert_one_line_error(
+        &output,
+        "serves no Cluster API kinds (group cluster.x-k8s.io not found)",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_reports_the_management_cluster() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    sandbox.server.load(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "capi-system"}})).unwrap();
+    sandbox
+        .server
+        .load(crate::common::capi_provider(
+            "cluster-api",
+            "CoreProvider",
+            "v1.11.3",
+            "capi-system",
+        ))
+        .unwrap();
+    let output = sandbox.plugin(&["version", "-o", "json"]).await;
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let report: serde_json::Value = serde_json::from_str(&output.stdout).unwrap();
+    let management = &report["managementCluster"];
+    assert_eq!(management["clusterApiVersion"], "v1.11.3");
+    assert_eq!(management["apiDialect"], "v1beta2");
+    assert!(
+        management["kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k == "KubeadmControlPlane.controlplane.cluster.x-k8s.io")
+    );
+    let table = sandbox.plugin(&["version"]).await;
+    assert!(
+        table.stdout.contains("Cluster API version: v1.11.3"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        sandbox.server.mutations().is_empty(),
+        "version writes nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subcommands_not_yet_built_say_so() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    for command in ["ready", "pause", "resume", "move"] {
+        let output = sandbox.plugin(&[command]).await;
+        assert_one_line_error(
+            &output,
+            &format!("kubectl capi {command} is not implemented yet"),
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! A sandbox management cluster on loopback and the plugin binary pointed at it.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use capi_sandbox::apiserver::{KubeconfigEntry, write_kubeconfig};
+use capi_sandbox::crds::{self, Dialect};
+use capi_sandbox::{ApiServer, ServerOptions, Serving};
+
+pub const PLUGIN: &str = env!("CARGO_BIN_EXE_kubectl-capi");
+
+pub struct Sandbox {
+    pub server: ApiServer,
+    pub serving: Serving,
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Sandbox {
+    pub async fn start(dialect: Dialect) -> Sandbox {
+        Self::start_with(dialect, ServerOptions::default()).await
+    }
+
+    pub async fn start_with(dialect: Dialect, options: ServerOptions) -> Sandbox {
+        let server = ApiServer::new(options);
+        crds::install(&server, dialect).unwrap();
+        let serving = server.serve(0).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        write_kubeconfig(&kubeconfig, &[serving.kubeconfig_entry("sandbox")]).unwrap();
+        Sandbox {
+            server,
+            serving,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    /// Writes another kubeconfig (e.g. with a wrong token or no CA) and returns its path.
+    pub fn kubeconfig_with(&self, name: &str, edit: impl FnOnce(&mut KubeconfigEntry)) -> PathBuf {
+        let mut entry = self.serving.kubeconfig_entry("sandbox");
+        edit(&mut entry);
+        let path = self.dir.path().join(name);
+        write_kubeconfig(&path, &[entry]).unwrap();
+        path
+    }
+
+    /// Runs the plugin with this sandbox's kubeconfig.
+    pub async fn plugin(&self, args: &[&str]) -> Output {
+        run_plugin(Some(&self.kubeconfig), args).await
+    }
+}
+
+pub async fn run_plugin(kubeconfig: Option<&Path>, args: &[&str]) -> Output {
+    let mut command = tokio::process::Command::new(PLUGIN);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("KUBECONFIG");
+    if let Some(path) = kubeconfig {
+        command.env("KUBECONFIG", path);
+    }
+    // Never let a developer's own cluster config leak in.
+    command.env("HOME", std::env::temp_dir().join("kubectl-capi-test-home"));
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("plugin hung")
+        .unwrap();
+    Output {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+pub fn capi_provider(name: &str, type_: &str, version: &str, namespace: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Provider",
+        "metadata": {"name": format!("{}-{}", type_.trim_end_matches("Provider").to_lowercase(), name), "namespace": namespace,
+            "labels": {"clusterctl.cluster.x-k8s.io/core": "inventory"}},
+        "providerName": name, "type": type_, "version": version,
+    })
+}

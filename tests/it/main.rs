@@ -1,0 +1,8 @@
+//! kubectl-capi's integration tests: the real binary and the library against the sandbox.
+
+mod catalog;
+mod cli;
+mod common;
+mod kubectl_plugin;
+mod packaging;
+mod snapshot;

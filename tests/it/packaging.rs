@@ -1,0 +1,229 @@
+//! The krew manifest against krew's validation rules, and the release archive's contents.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+const MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/plugin-manifest/capi.yaml");
+
+/// krew's `ValidatePlugin` and `validate-krew-manifest` rules; returns every violation.
+fn krew_violations(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let manifest: Value = serde_saphyr::from_str(&text).unwrap();
+    let mut errors = Vec::new();
+    let mut check = |ok: bool, what: &str| {
+        if !ok {
+            errors.push(what.to_string());
+        }
+    };
+    check(
+        path.extension().is_some_and(|e| e == "yaml"),
+        "file extension .yaml",
+    );
+    check(
+        manifest["apiVersion"] == "krew.googlecontainertools.github.com/v1alpha2",
+        "apiVersion",
+    );
+    check(manifest["kind"] == "Plugin", "kind Plugin");
+    let name = manifest["metadata"]["name"].as_str().unwrap_or("");
+    check(
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-'),
+        "name matches ^[\\w-]+$",
+    );
+    check(
+        Some(name) == path.file_stem().and_then(|s| s.to_str()),
+        "name equals the file name",
+    );
+    let reserved = [
+        "CON", "PRN", "AUX", "NUL", "COM1", "COM2", "COM3", "COM4", "LPT1", "LPT2", "LPT3",
+    ];
+    check(
+        !reserved.contains(&name.to_uppercase().as_str()),
+        "not a Windows reserved name",
+    );
+    let spec = &manifest["spec"];
+    let short = spec["shortDescription"].as_str().unwrap_or("");
+    check(
+        !short.is_empty() && !short.contains('\n'),
+        "shortDescription is one non-empty line",
+    );
+    let version = spec["version"].as_str().unwrap_or("");
+    let semver = version.strip_prefix('v').is_some_and(|v| {
+        let core = v.split(['-', '+']).next().unwrap_or("");
+        let parts: Vec<&str> = core.split('.').collect();
+        parts.len() == 3
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+    });
+    check(semver, "version is semver with a leading v");
+    let platforms = spec["platforms"].as_array().cloned().unwrap_or_default();
+    check(!platforms.is_empty(), "at least one platform");
+    let supported: BTreeSet<(&str, &str)> = [
+        ("windows", "386"),
+        ("windows", "amd64"),
+        ("windows", "arm64"),
+        ("linux", "386"),
+        ("linux", "amd64"),
+        ("linux", "arm"),
+        ("linux", "arm64"),
+        ("linux", "ppc64le"),
+        ("darwin", "386"),
+        ("darwin", "amd64"),
+        ("darwin", "arm64"),
+    ]
+    .into_iter()
+    .collect();
+    let mut covered: Vec<BTreeSet<(String, String)>> = Vec::new();
+    for (i, platform) in platforms.iter().enumerate() {
+        for field in ["uri", "sha256", "bin"] {
+            check(
+                platform[field].as_str().is_some_and(|s| !s.is_empty()),
+                &format!("platform {i} has {field}"),
+            );
+        }
+        let sha = platform["sha256"].as_str().unwrap_or("");
+        check(
+            sha.len() == 64
+                && sha
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)),
+            &format!("platform {i} sha256 is 64 lowercase hex"),
+        );
+        let labels = platform["selector"]["matchLabels"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        check(
+            !labels.is_empty() && platform["selector"].get("matchExpressions").is_none(),
+            &format!("platform {i} has a selector"),
+        );
+        check(
+            labels.keys().all(|k| k == "os" || k == "arch"),
+            &format!("platform {i} selector uses only os/arch"),
+        );
+        if let Some(files) = platform.get("files") {
+            let files = files.as_array().cloned().unwrap_or_default();
+            check(
+                !files.is_empty(),
+                &format!("platform {i} files is absent or non-empty"),
+            );
+        }
+        let matched: BTreeSet<(String, String)> = supported
+            .iter()
+            .filter(|(os, arch)| {
+                labels.get("os").is_none_or(|v| v == os)
+                    && labels.get("arch").is_none_or(|v| v == arch)
+            })
+            .map(|(o, a)| (o.to_string(), a.to_string()))
+            .collect();
+        check(
+            !matched.is_empty(),
+            &format!("platform {i} matches a supported os/arch"),
+        );
+        for earlier in &covered {
+            check(
+                earlier.is_disjoint(&matched),
+                &format!("platform {i} overlaps an earlier selector"),
+            );
+        }
+        covered.push(matched);
+    }
+    errors
+}
+
+#[test]
+fn manifest_passes_krew_validation() {
+    assert_eq!(krew_violations(Path::new(MANIFEST)), Vec::<String>::new());
+}
+
+#[test]
+fn the_validator_catches_broken_manifests() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(MANIFEST).unwrap();
+    let broken = text
+        .replacen("version: v0.1.0", "version: 0.1", 1)
+        .replacen("arch: arm64\n", "arch: amd64\n", 1)
+        .replacen(
+            "sha256: \"0000000000000000000000000000000000000000000000000000000000000000\"",
+            "sha256: ABC",
+            1,
+        );
+    let path = dir.path().join("other.yaml");
+    std::fs::write(&path, broken).unwrap();
+    let errors = krew_violations(&path);
+    for expected in [
+        "name equals the file name",
+        "version is semver with a leading v",
+        "platform 0 sha256 is 64 lowercase hex",
+        "platform 1 overlaps an earlier selector",
+    ] {
+        assert!(
+            errors.iter().any(|e| e == expected),
+            "{expected} in {errors:?}"
+        );
+    }
+}
+
+#[test]
+fn package_script_builds_the_archive_and_updates_the_manifest() {
+    let out = tempfile::tempdir().unwrap();
+    let manifest = out.path().join("capi.yaml");
+    std::fs::copy(MANIFEST, &manifest).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/package.sh");
+    let run = std::process::Command::new("bash")
+        .args([
+            script,
+            "--binary",
+            env!("CARGO_BIN_EXE_kubectl-capi"),
+            "--target",
+            "x86_64-unknown-linux-gnu",
+            "--out",
+        ])
+        .arg(out.path())
+        .arg("--update-manifest")
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let archive = out.path().join(format!(
+        "kubectl-capi_v{}_x86_64-unknown-linux-gnu.tar.gz",
+        env!("CARGO_PKG_VERSION")
+    ));
+    let bytes = std::fs::read(&archive).unwrap();
+    let sum = format!("{:x}", Sha256::digest(&bytes));
+    assert!(stdout.contains(&format!("sha256 {sum}")), "{stdout}");
+    let listing = std::process::Command::new("tar")
+        .arg("tzf")
+        .arg(&archive)
+        .output()
+        .unwrap();
+    let mut entries: Vec<String> = String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    entries.sort();
+    assert_eq!(
+        entries,
+        vec!["LICENSE", "README.md", "kubectl-capi"],
+        "everything at the archive root"
+    );
+    let updated = std::fs::read_to_string(&manifest).unwrap();
+    assert!(updated.contains(&format!("sha256: \"{sum}\"")));
+    assert_eq!(
+        updated.matches(&sum).count(),
+        1,
+        "only the matching platform changes"
+    );
+    assert_eq!(krew_violations(&manifest), Vec::<String>::new());
+}
