@@ -3,6 +3,9 @@
 
 pub mod apiserver;
 pub mod bench;
+pub mod controllers;
+
 pub mod crds;
+pub mod workload;
 
 pub use apiserver::{ApiServer, FaultAction, FaultRule, RequestRecord, ServerOptions, Serving};

@@ -2,6 +2,7 @@
 //! kube-apiserver's answers, through kube-rs (in-process and over HTTP) and through real kubectl.
 
 mod common;
+mod controllers;
 mod kube_rs;
 mod kubectl;
 mod semantics;

@@ -1,0 +1,447 @@
+//! Workers: MachineDeployment → MachineSet → Machine, and MachinePool with its infrastructure
+//! machine pool (which does the scaling).
+
+use std::hash::{Hash, Hasher};
+
+use serde_json::{Map, Value, json};
+
+use super::cloud::{CloudMachine, provider_id};
+use super::cluster::DELETE_FOR_MOVE;
+use super::context::Ctx;
+use super::machine::{
+    CLUSTER_NAME_LABEL, NewMachine, create_machine, has_node, needs_remediation, node_healthy,
+};
+use super::shape::{Cond, Shape};
+use super::world::{
+    Write, annotated, controller_ref, controller_uid, deleting, name, namespace, uid,
+};
+
+pub const TEMPLATE_HASH_LABEL: &str = "machine-template-hash";
+pub const DEPLOYMENT_NAME_LABEL: &str = "cluster.x-k8s.io/deployment-name";
+pub const SET_NAME_LABEL: &str = "cluster.x-k8s.io/set-name";
+pub const DELETE_MACHINE_ANNOTATION: &str = "cluster.x-k8s.io/delete-machine";
+
+fn template_hash(template: &Value) -> String {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    template.to_string().hash(&mut hasher);
+    format!("{:x}", hasher.finish() % 0xffff_ffff)
+}
+
+fn scaling_conds(count: i64, desired: i64) -> [Cond; 2] {
+    [
+        Cond::new(
+            "ScalingUp",
+            count < desired,
+            if count < desired {
+                "ScalingUp"
+            } else {
+                "NotScalingUp"
+            },
+            if count < desired {
+                format!("Scaling up from {count} to {desired} replicas")
+            } else {
+                String::new()
+            },
+        ),
+        Cond::new(
+            "ScalingDown",
+            count > desired,
+            if count > desired {
+                "ScalingDown"
+            } else {
+                "NotScalingDown"
+            },
+            "",
+        ),
+    ]
+}
+
+pub fn reconcile_deployment(ctx: &mut Ctx, md: &Value) {
+    let world = ctx.world;
+    let shape = ctx.shape;
+    if deleting(md) {
+        return;
+    }
+    let cluster = world.cluster_of(md);
+    if ctx.ensure_paused("MachineDeployment", md, cluster) {
+        return;
+    }
+    let Some(cluster) = cluster else {
+        return;
+    };
+    let desired = md["spec"]["replicas"].as_i64().unwrap_or(1);
+    let hash = template_hash(&md["spec"]["template"]);
+    let sets: Vec<&Value> = world.controlled_by("MachineSet", uid(md)).collect();
+    let current = sets
+        .iter()
+        .find(|s| s["metadata"]["labels"][TEMPLATE_HASH_LABEL] == hash.as_str())
+        .copied();
+    // spec.paused stops rollouts, never scaling (as in Cluster API).
+    let rollout_paused = md["spec"]["paused"] == true;
+    let target = match current {
+        Some(set) => Some(set),
+        None if rollout_paused && !sets.is_empty() => sets
+            .iter()
+            .max_by_key(|s| {
+                s["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .copied(),
+        None => {
+            let set_name = format!("{}-{}", name(md), &hash[..hash.len().min(5)]);
+            let mut labels = md["spec"]["template"]["metadata"]["labels"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            labels.insert(CLUSTER_NAME_LABEL.into(), json!(name(cluster)));
+            labels.insert(DEPLOYMENT_NAME_LABEL.into(), json!(name(md)));
+            labels.insert(TEMPLATE_HASH_LABEL.into(), json!(hash));
+            ctx.create(
+                "MachineSet",
+                json!({"apiVersion": shape.api_version("cluster.x-k8s.io"), "kind": "MachineSet",
+                    "metadata": {"name": set_name, "namespace": namespace(md), "labels": labels, "ownerReferences": [controller_ref(md)]},
+                    "spec": {"clusterName": name(cluster), "replicas": desired,
+                        "selector": {"matchLabels": {CLUSTER_NAME_LABEL: name(cluster), TEMPLATE_HASH_LABEL: hash}},
+                        "template": md["spec"]["template"]}}),
+            );
+            None
+        }
+    };
+    for set in &sets {
+        let replicas = if Some(*set) == target {
+            desired
+        } else if rollout_paused {
+            continue;
+        } else {
+            0
+        };
+        if set["spec"]["replicas"].as_i64() != Some(replicas) {
+            ctx.patch("MachineSet", set, json!({"spec": {"replicas": replicas}}));
+        }
+    }
+    let sum = |field: &str| -> i64 {
+        sets.iter()
+            .map(|s| s["status"][field].as_i64().unwrap_or(0))
+            .sum()
+    };
+    let replicas = sum("replicas");
+    let ready = sum("readyReplicas");
+    let up_to_date = target
+        .map(|t| t["status"]["replicas"].as_i64().unwrap_or(0))
+        .unwrap_or(0);
+    let time = ctx.time.clone();
+    let mut conds = scaling_conds(replicas, desired).to_vec();
+    conds.push(Cond::new(
+        "Available",
+        ready >= desired,
+        if ready >= desired {
+            "Available"
+        } else {
+            "NotAvailable"
+        },
+        "",
+    ));
+    conds.push(Cond::new(
+        "RollingOut",
+        up_to_date < replicas,
+        if up_to_date < replicas {
+            "RollingOut"
+        } else {
+            "NotRollingOut"
+        },
+        "",
+    ));
+    let mut patch = shape.with_conditions(&Shape::status_of(md), &conds, &time);
+    let selector = format!(
+        "{CLUSTER_NAME_LABEL}={},{DEPLOYMENT_NAME_LABEL}={}",
+        name(cluster),
+        name(md)
+    );
+    if shape.v2() {
+        super::shape::merge(
+            &mut patch,
+            &json!({"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready, "upToDateReplicas": up_to_date, "selector": selector}),
+        );
+    } else {
+        super::shape::merge(
+            &mut patch,
+            &json!({"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready, "updatedReplicas": up_to_date,
+            "unavailableReplicas": (replicas - ready).max(0), "selector": selector,
+            "v1beta2": {"readyReplicas": ready, "availableReplicas": ready, "upToDateReplicas": up_to_date}}),
+        );
+    }
+    ctx.status("MachineDeployment", md, patch);
+}
+
+pub fn reconcile_set(ctx: &mut Ctx, set: &Value) {
+    let world = ctx.world;
+    let shape = ctx.shape;
+    if deleting(set) {
+        return;
+    }
+    let cluster = world.cluster_of(set);
+    if ctx.ensure_paused("MachineSet", set, cluster) {
+        return;
+    }
+    let Some(cluster) = cluster else {
+        return;
+    };
+    let machines: Vec<&Value> = world.controlled_by("Machine", uid(set)).collect();
+    let active: Vec<&Value> = machines.iter().copied().filter(|m| !deleting(m)).collect();
+    let desired = set["spec"]["replicas"].as_i64().unwrap_or(1);
+    let count = active.len() as i64;
+    let marked: Vec<&Value> = active
+        .iter()
+        .copied()
+        .filter(|m| needs_remediation(shape, m))
+        .collect();
+    if !marked.is_empty() {
+        for machine in marked {
+            ctx.delete("Machine", machine);
+        }
+    } else if count < desired {
+        let template = &set["spec"]["template"]["spec"];
+        let infra = Shape::read_ref(&template["infrastructureRef"])
+            .and_then(|(_, n)| world.get("DockerMachineTemplate", namespace(set), &n));
+        let bootstrap = Shape::read_ref(&template["bootstrap"]["configRef"])
+            .and_then(|(_, n)| world.get("KubeadmConfigTemplate", namespace(set), &n));
+        if let Some(infra) = infra {
+            for _ in count..desired {
+                let mut labels: Map<String, Value> = set["spec"]["template"]["metadata"]["labels"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                labels.insert(CLUSTER_NAME_LABEL.into(), json!(name(cluster)));
+                labels.insert(SET_NAME_LABEL.into(), json!(name(set)));
+                for key in [DEPLOYMENT_NAME_LABEL, TEMPLATE_HASH_LABEL] {
+                    if let Some(v) = set["metadata"]["labels"].get(key) {
+                        labels.insert(key.into(), v.clone());
+                    }
+                }
+                let machine_name = ctx.new_name(name(set));
+                create_machine(
+                    ctx,
+                    NewMachine {
+                        owner_kind: "MachineSet",
+                        owner: set,
+                        cluster: name(cluster),
+                        name: machine_name,
+                        labels,
+                        infrastructure_template: infra,
+                        bootstrap_spec: bootstrap
+                            .map(|b| b["spec"]["template"]["spec"].clone())
+                            .unwrap_or(json!({})),
+                        version: template["version"].as_str().map(str::to_string),
+                    },
+                );
+            }
+        }
+    } else if count > desired {
+        let mut victims = active.clone();
+        // Machines marked for deletion first, then the newest.
+        victims.sort_by_key(|m| {
+            (
+                !annotated(m, DELETE_MACHINE_ANNOTATION),
+                std::cmp::Reverse(
+                    m["metadata"]["creationTimestamp"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                ),
+            )
+        });
+        for machine in victims.into_iter().take((count - desired) as usize) {
+            ctx.delete("Machine", machine);
+        }
+    }
+    let ready = active.iter().filter(|m| node_healthy(shape, m)).count() as i64;
+    let time = ctx.time.clone();
+    let mut conds = scaling_conds(count, desired).to_vec();
+    conds.push(Cond::new(
+        "MachinesReady",
+        ready == count,
+        if ready == count { "Ready" } else { "NotReady" },
+        "",
+    ));
+    let mut patch = shape.with_conditions(&Shape::status_of(set), &conds, &time);
+    let selector = format!(
+        "{CLUSTER_NAME_LABEL}={},{SET_NAME_LABEL}={}",
+        name(cluster),
+        name(set)
+    );
+    if shape.v2() {
+        super::shape::merge(
+            &mut patch,
+            &json!({"replicas": count, "readyReplicas": ready, "availableReplicas": ready, "upToDateReplicas": count, "selector": selector}),
+        );
+    } else {
+        super::shape::merge(
+            &mut patch,
+            &json!({"replicas": count, "readyReplicas": ready, "availableReplicas": ready, "fullyLabeledReplicas": count, "selector": selector,
+            "v1beta2": {"readyReplicas": ready, "availableReplicas": ready, "upToDateReplicas": count}}),
+        );
+    }
+    ctx.status("MachineSet", set, patch);
+    let _ = has_node;
+}
+
+fn pool_infrastructure<'w>(ctx: &Ctx<'w>, pool: &Value) -> Option<&'w Value> {
+    let (_, infra) = Shape::read_ref(&pool["spec"]["template"]["spec"]["infrastructureRef"])?;
+    ctx.world.get("DockerMachinePool", namespace(pool), &infra)
+}
+
+pub fn reconcile_pool(ctx: &mut Ctx, pool: &Value) {
+    let world = ctx.world;
+    let shape = ctx.shape;
+    if deleting(pool) {
+        return;
+    }
+    let cluster = world.cluster_of(pool);
+    if ctx.ensure_paused("MachinePool", pool, cluster) {
+        return;
+    }
+    let Some(infra) = pool_infrastructure(ctx, pool) else {
+        return;
+    };
+    if controller_uid(infra) != Some(uid(pool)) {
+        ctx.patch(
+            "DockerMachinePool",
+            infra,
+            json!({"metadata": {"ownerReferences": [controller_ref(pool)]}}),
+        );
+    }
+    let instances = infra["status"]["instances"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ids: Vec<Value> = instances.iter().map(|i| i["providerID"].clone()).collect();
+    let ready = instances.iter().filter(|i| i["ready"] == true).count() as i64;
+    let desired = pool["spec"]["replicas"].as_i64().unwrap_or(1);
+    let count = instances.len() as i64;
+    ctx.patch(
+        "MachinePool",
+        pool,
+        json!({"spec": {"providerIDList": ids}}),
+    );
+    let time = ctx.time.clone();
+    let mut conds = scaling_conds(count, desired).to_vec();
+    let provisioned = super::machine::infrastructure_ready(shape, infra);
+    conds.push(Cond::new(
+        "InfrastructureReady",
+        provisioned,
+        if provisioned { "Ready" } else { "NotReady" },
+        "",
+    ));
+    let mut patch = shape.with_conditions(&Shape::status_of(pool), &conds, &time);
+    if shape.v2() {
+        super::shape::merge(
+            &mut patch,
+            &json!({"replicas": count, "readyReplicas": ready, "availableReplicas": ready, "upToDateReplicas": count,
+            "initialization": {"infrastructureProvisioned": provisioned, "bootstrapDataSecretCreated": true}}),
+        );
+    } else {
+        super::shape::merge(
+            &mut patch,
+            &json!({"replicas": count, "readyReplicas": ready, "availableReplicas": ready, "infrastructureReady": provisioned, "bootstrapReady": true,
+            "v1beta2": {"readyReplicas": ready, "availableReplicas": ready, "upToDateReplicas": count}}),
+        );
+    }
+    ctx.status("MachinePool", pool, patch);
+}
+
+/// The infrastructure machine pool scales the pool's instances in the cloud, one per delay.
+pub fn reconcile_docker_pool(ctx: &mut Ctx, infra: &Value) {
+    let world = ctx.world;
+    let shape = ctx.shape;
+    let pool = world
+        .all("MachinePool")
+        .iter()
+        .find(|p| controller_uid(infra) == Some(uid(p)));
+    let cluster = world
+        .cluster_of(infra)
+        .or_else(|| pool.and_then(|p| world.cluster_of(p)));
+    if deleting(infra) {
+        if !annotated(infra, DELETE_FOR_MOVE) {
+            for instance in infra["status"]["instances"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                if let Some(pid) = instance["providerID"].as_str() {
+                    ctx.writes.push(Write::CloudDeleteMachine {
+                        provider_id: pid.to_string(),
+                    });
+                }
+            }
+        }
+        return;
+    }
+    if ctx.ensure_paused("DockerMachinePool", infra, cluster) {
+        return;
+    }
+    let (Some(pool), Some(cluster)) = (pool, cluster) else {
+        return;
+    };
+    let ns = namespace(infra);
+    let desired = pool["spec"]["replicas"].as_i64().unwrap_or(1);
+    // Instances are the cloud machines of this pool (adopted as they are after a move).
+    let prefix = format!("{}-", name(infra));
+    let mut instances: Vec<String> = ctx
+        .cloud
+        .machines()
+        .values()
+        .filter(|m| m.namespace == ns && m.name.starts_with(&prefix))
+        .map(|m| m.name.clone())
+        .collect();
+    instances.sort();
+    let key = Ctx::key(infra);
+    if (instances.len() as i64) < desired {
+        if ctx.waited(&key, "pool-instance", ctx.config.delays.infrastructure) {
+            ctx.reset(&key, "pool-instance");
+            let instance = ctx.new_name(name(infra));
+            ctx.writes.push(Write::CloudCreateMachine {
+                provider_id: provider_id(ns, &instance),
+                machine: CloudMachine {
+                    namespace: ns.to_string(),
+                    cluster: name(cluster).to_string(),
+                    name: instance.clone(),
+                    healthy: true,
+                },
+            });
+            instances.push(instance);
+        }
+    } else if (instances.len() as i64) > desired
+        && let Some(last) = instances.pop()
+    {
+        ctx.writes.push(Write::CloudDeleteMachine {
+            provider_id: provider_id(ns, &last),
+        });
+    }
+    let rendered: Vec<Value> = instances
+        .iter()
+        .map(|i| json!({"instanceName": i, "providerID": provider_id(ns, i), "ready": true}))
+        .collect();
+    let time = ctx.time.clone();
+    let mut patch = shape.with_conditions(
+        &Shape::status_of(infra),
+        &[Cond::new("Ready", true, "Ready", "")],
+        &time,
+    );
+    let provisioned = !rendered.is_empty();
+    super::shape::merge(
+        &mut patch,
+        &json!({"instances": rendered, "replicas": instances.len()}),
+    );
+    if shape.v2() {
+        super::shape::merge(
+            &mut patch,
+            &json!({"initialization": {"provisioned": provisioned}}),
+        );
+    } else {
+        super::shape::merge(&mut patch, &json!({"ready": provisioned}));
+    }
+    ctx.status("DockerMachinePool", infra, patch);
+    let _ = has_node;
+}
