@@ -92,6 +92,9 @@ pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
     let control_plane = referenced(world, cluster, "controlPlaneRef", "KubeadmControlPlane");
     let infra = referenced(world, cluster, "infrastructureRef", "DockerCluster");
 
+    if ctx.ensure_paused("Cluster", cluster, Some(cluster)) {
+        return;
+    }
     if deleting(cluster) {
         if annotated(cluster, DELETE_FOR_MOVE) {
             ctx.remove_finalizer("Cluster", cluster, CLUSTER_FINALIZER);
@@ -125,9 +128,6 @@ pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
         if remaining == 0 {
             ctx.remove_finalizer("Cluster", cluster, CLUSTER_FINALIZER);
         }
-        return;
-    }
-    if ctx.ensure_paused("Cluster", cluster, Some(cluster)) {
         return;
     }
     ctx.ensure_finalizer("Cluster", cluster, CLUSTER_FINALIZER);
@@ -286,14 +286,6 @@ pub fn reconcile_docker_cluster(ctx: &mut Ctx, infra: &Value) {
     });
     let cluster_name = cluster.map(name).unwrap_or(name(infra)).to_string();
     let key = load_balancer_key(namespace(infra), &cluster_name);
-    if deleting(infra) {
-        if !annotated(infra, DELETE_FOR_MOVE) {
-            ctx.writes
-                .push(super::world::Write::CloudDeleteLoadBalancer { key });
-        }
-        ctx.remove_finalizer("DockerCluster", infra, DOCKER_CLUSTER_FINALIZER);
-        return;
-    }
     if ctx.ensure_paused("DockerCluster", infra, cluster) {
         // The block-move protocol: finish pausing, then let the move go on.
         if ctx.config.block_move
@@ -313,6 +305,14 @@ pub fn reconcile_docker_cluster(ctx: &mut Ctx, infra: &Value) {
                 );
             }
         }
+        return;
+    }
+    if deleting(infra) {
+        if !annotated(infra, DELETE_FOR_MOVE) {
+            ctx.writes
+                .push(super::world::Write::CloudDeleteLoadBalancer { key });
+        }
+        ctx.remove_finalizer("DockerCluster", infra, DOCKER_CLUSTER_FINALIZER);
         return;
     }
     ctx.ensure_finalizer("DockerCluster", infra, DOCKER_CLUSTER_FINALIZER);

@@ -39,6 +39,9 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
         })
     });
     let machines: Vec<&Value> = world.controlled_by("Machine", uid(kcp)).collect();
+    if ctx.ensure_paused("KubeadmControlPlane", kcp, cluster) {
+        return;
+    }
     if deleting(kcp) {
         if !annotated(kcp, DELETE_FOR_MOVE) {
             for machine in &machines {
@@ -54,9 +57,6 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
     let Some(cluster) = cluster else {
         return;
     };
-    if ctx.ensure_paused("KubeadmControlPlane", kcp, Some(cluster)) {
-        return;
-    }
     ctx.ensure_finalizer("KubeadmControlPlane", kcp, KCP_FINALIZER);
     let cluster_name = name(cluster).to_string();
     if kcp["metadata"]["labels"].get(CLUSTER_NAME_LABEL).is_none() {

@@ -109,6 +109,9 @@ pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
     let infra = Shape::read_ref(&machine["spec"]["infrastructureRef"])
         .and_then(|(_, n)| world.get("DockerMachine", ns, &n));
 
+    if ctx.ensure_paused("Machine", machine, cluster) {
+        return;
+    }
     if deleting(machine) {
         if annotated(machine, DELETE_FOR_MOVE) {
             ctx.remove_finalizer("Machine", machine, MACHINE_FINALIZER);
@@ -123,9 +126,6 @@ pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
             ctx.delete("KubeadmConfig", bootstrap);
         }
         ctx.remove_finalizer("Machine", machine, MACHINE_FINALIZER);
-        return;
-    }
-    if ctx.ensure_paused("Machine", machine, cluster) {
         return;
     }
     ctx.ensure_finalizer("Machine", machine, MACHINE_FINALIZER);
@@ -382,7 +382,8 @@ fn machine_status(
 
 /// The infrastructure machine's own deletion: release the cloud machine unless moving.
 pub fn reconcile_docker_machine(ctx: &mut Ctx, infra: &Value) {
-    if !deleting(infra) {
+    // A paused object's controller does nothing, deletion included.
+    if !deleting(infra) || is_paused(ctx.world.cluster_of(infra), infra) {
         return;
     }
     if !annotated(infra, DELETE_FOR_MOVE)

@@ -362,6 +362,9 @@ pub fn reconcile_docker_pool(ctx: &mut Ctx, infra: &Value) {
     let cluster = world
         .cluster_of(infra)
         .or_else(|| pool.and_then(|p| world.cluster_of(p)));
+    if ctx.ensure_paused("DockerMachinePool", infra, cluster) {
+        return;
+    }
     if deleting(infra) {
         if !annotated(infra, DELETE_FOR_MOVE) {
             for instance in infra["status"]["instances"]
@@ -376,9 +379,6 @@ pub fn reconcile_docker_pool(ctx: &mut Ctx, infra: &Value) {
                 }
             }
         }
-        return;
-    }
-    if ctx.ensure_paused("DockerMachinePool", infra, cluster) {
         return;
     }
     let (Some(pool), Some(cluster)) = (pool, cluster) else {

@@ -275,3 +275,424 @@ async fn control_plane_pause_stops_new_machines_but_not_in_flight_ones() {
 async fn control_plane_pause_in_the_v1beta1_dialect() {
     control_plane_paused_mid_scale_up(Dialect::V1beta1).await;
 }
+
+fn annotate_paused(on: bool) -> Value {
+    json!({"metadata": {"annotations": {"cluster.x-k8s.io/paused": if on { json!("") } else { Value::Null }}}})
+}
+
+fn machine_sets(m: &Mgmt) -> Vec<Value> {
+    m.server
+        .dump()
+        .into_iter()
+        .filter(|o| o["kind"] == "MachineSet")
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_deployment_freeze_needs_the_machine_sets_too() {
+    let m = Mgmt::start(Dialect::V1beta2, Cloud::new());
+    m.create(&workload(1, 1)).await;
+    m.settle().await;
+    assert_eq!(m.machines("default", "w1").len(), 2);
+    let set = machine_sets(&m).remove(0);
+    let set_name = set["metadata"]["name"].as_str().unwrap().to_string();
+
+    m.controllers.holds.hold(None, Step::Node);
+    m.patch(
+        CORE,
+        "machinedeployments",
+        "default",
+        "w1-md-0",
+        json!({"spec": {"replicas": 3}}),
+    )
+    .await;
+    m.wait_held(Step::Node).await;
+    m.patch(
+        CORE,
+        "machinedeployments",
+        "default",
+        "w1-md-0",
+        annotate_paused(true),
+    )
+    .await;
+    m.patch(
+        CORE,
+        "machinesets",
+        "default",
+        &set_name,
+        annotate_paused(true),
+    )
+    .await;
+    m.settle().await;
+    // A user scales further while frozen: nothing may happen until resume.
+    m.patch(
+        CORE,
+        "machinedeployments",
+        "default",
+        "w1-md-0",
+        json!({"spec": {"replicas": 5}}),
+    )
+    .await;
+    m.controllers.holds.release(Step::Node);
+    m.settle().await;
+    let machines = m.machines("default", "w1");
+    assert_eq!(
+        machines.len(),
+        4,
+        "1 control plane + the 3 workers already created; none for replicas 5"
+    );
+    assert!(
+        machines.iter().all(|x| m.has_node(x)),
+        "in-flight workers finished"
+    );
+    assert_eq!(
+        m.get(CORE, "machinesets", "default", &set_name)["spec"]["replicas"],
+        3,
+        "a paused MachineDeployment does not propagate replicas"
+    );
+    let md = m.get(CORE, "machinedeployments", "default", "w1-md-0");
+    assert_eq!(m.condition(&md, "Paused").as_deref(), Some("True"));
+
+    m.patch(
+        CORE,
+        "machinedeployments",
+        "default",
+        "w1-md-0",
+        annotate_paused(false),
+    )
+    .await;
+    m.patch(
+        CORE,
+        "machinesets",
+        "default",
+        &set_name,
+        annotate_paused(false),
+    )
+    .await;
+    m.settle().await;
+    assert_eq!(m.machines("default", "w1").len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_machine_deployment_alone_still_scales_through_its_machine_set() {
+    let m = Mgmt::start(Dialect::V1beta2, Cloud::new());
+    m.create(&workload(1, 1)).await;
+    m.settle().await;
+    let set_name = machine_sets(&m)[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // spec.paused (clusterctl alpha rollout pause) stops rollouts, not scaling.
+    m.patch(
+        CORE,
+        "machinedeployments",
+        "default",
+        "w1-md-0",
+        json!({"spec": {"paused": true, "replicas": 2}}),
+    )
+    .await;
+    m.settle().await;
+    assert_eq!(
+        m.get(CORE, "machinesets", "default", &set_name)["spec"]["replicas"],
+        2
+    );
+    assert_eq!(m.machines("default", "w1").len(), 3);
+    // Only the MachineSet annotated: the MachineDeployment still propagates, the set ignores it.
+    m.patch(
+        CORE,
+        "machinesets",
+        "default",
+        &set_name,
+        annotate_paused(true),
+    )
+    .await;
+    m.patch(
+        CORE,
+        "machinedeployments",
+        "default",
+        "w1-md-0",
+        json!({"spec": {"replicas": 4}}),
+    )
+    .await;
+    m.settle().await;
+    assert_eq!(
+        m.get(CORE, "machinesets", "default", &set_name)["spec"]["replicas"],
+        4
+    );
+    assert_eq!(
+        m.machines("default", "w1").len(),
+        3,
+        "the paused MachineSet creates nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_pool_freeze_needs_the_infrastructure_pool() {
+    let cloud = Cloud::new();
+    let m = Mgmt::start(Dialect::V1beta2, cloud.clone());
+    let mut w = workload(1, 0);
+    w.machine_pool = Some(1);
+    m.create(&w).await;
+    m.settle().await;
+    let pool_instances = || {
+        cloud
+            .machines()
+            .values()
+            .filter(|x| x.name.starts_with("w1-mp-0-"))
+            .count()
+    };
+    assert_eq!(pool_instances(), 1);
+    m.patch(
+        CORE,
+        "machinepools",
+        "default",
+        "w1-mp-0",
+        annotate_paused(true),
+    )
+    .await;
+    m.patch(
+        "infrastructure.cluster.x-k8s.io",
+        "dockermachinepools",
+        "default",
+        "w1-mp-0",
+        annotate_paused(true),
+    )
+    .await;
+    m.patch(
+        CORE,
+        "machinepools",
+        "default",
+        "w1-mp-0",
+        json!({"spec": {"replicas": 3}}),
+    )
+    .await;
+    m.settle().await;
+    assert_eq!(
+        pool_instances(),
+        1,
+        "the frozen infrastructure pool does not scale"
+    );
+    m.patch(
+        "infrastructure.cluster.x-k8s.io",
+        "dockermachinepools",
+        "default",
+        "w1-mp-0",
+        annotate_paused(false),
+    )
+    .await;
+    m.settle().await;
+    assert_eq!(
+        pool_instances(),
+        3,
+        "the infrastructure pool does the scaling"
+    );
+    m.patch(
+        CORE,
+        "machinepools",
+        "default",
+        "w1-mp-0",
+        annotate_paused(false),
+    )
+    .await;
+    m.settle().await;
+    let pool = m.get(CORE, "machinepools", "default", "w1-mp-0");
+    assert_eq!(pool["status"]["replicas"], 3);
+    assert_eq!(pool["spec"]["providerIDList"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_down_and_cluster_deletion_release_the_cloud() {
+    let cloud = Cloud::new();
+    let m = Mgmt::start(Dialect::V1beta2, cloud.clone());
+    m.create(&workload(3, 2)).await;
+    m.settle().await;
+    assert_eq!(cloud.machines().len(), 5);
+    assert_eq!(cloud.load_balancers().len(), 1);
+    m.patch(
+        CP,
+        "kubeadmcontrolplanes",
+        "default",
+        "w1-control-plane",
+        json!({"spec": {"replicas": 1}}),
+    )
+    .await;
+    m.patch(
+        CORE,
+        "machinedeployments",
+        "default",
+        "w1-md-0",
+        json!({"spec": {"replicas": 1}}),
+    )
+    .await;
+    m.settle().await;
+    assert_eq!(m.machines("default", "w1").len(), 2);
+    assert_eq!(
+        cloud.machines().len(),
+        2,
+        "deleted Machines release their cloud machines"
+    );
+    let machine = &m.machines("default", "w1")[0];
+    assert!(
+        machine["metadata"]["finalizers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "machine.cluster.x-k8s.io")
+    );
+
+    let delete =
+        http::Request::delete("/apis/cluster.x-k8s.io/v1beta2/namespaces/default/clusters/w1")
+            .body(Vec::new())
+            .unwrap();
+    m.server
+        .client()
+        .send(delete.map(kube::client::Body::from))
+        .await
+        .unwrap();
+    for _ in 0..20 {
+        m.settle().await;
+        m.server.collect_garbage();
+        if m.server.object(CORE, "clusters", "default", "w1").is_none() {
+            break;
+        }
+    }
+    assert!(
+        m.server.object(CORE, "clusters", "default", "w1").is_none(),
+        "the Cluster's finalizer goes last"
+    );
+    assert!(m.machines("default", "w1").is_empty());
+    assert!(
+        cloud.machines().is_empty() && cloud.load_balancers().is_empty(),
+        "nothing left in the cloud"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_checks_mark_and_owners_remediate_unless_frozen() {
+    let cloud = Cloud::new();
+    let m = Mgmt::start(Dialect::V1beta2, cloud.clone());
+    let mut w = workload(1, 2);
+    w.health_check = true;
+    m.create(&w).await;
+    m.settle().await;
+    let workers: Vec<String> = m
+        .machines("default", "w1")
+        .iter()
+        .filter(|x| {
+            x["metadata"]["labels"]
+                .get("cluster.x-k8s.io/control-plane")
+                .is_none()
+        })
+        .map(|x| x["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(workers.len(), 2);
+    let set_name = machine_sets(&m)[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Frozen owner: the Machine is marked, nothing replaces it.
+    m.patch(
+        CORE,
+        "machinesets",
+        "default",
+        &set_name,
+        annotate_paused(true),
+    )
+    .await;
+    assert!(cloud.set_healthy("default", &workers[0], false));
+    m.controllers.nudge();
+    m.settle().await;
+    let marked = m.get(CORE, "machines", "default", &workers[0]);
+    assert_eq!(
+        m.condition(&marked, "HealthCheckSucceeded").as_deref(),
+        Some("False")
+    );
+    assert_eq!(
+        m.condition(&marked, "OwnerRemediated").as_deref(),
+        Some("False")
+    );
+    assert!(
+        marked["metadata"].get("deletionTimestamp").is_none(),
+        "a frozen MachineSet remediates nothing"
+    );
+
+    m.patch(
+        CORE,
+        "machinesets",
+        "default",
+        &set_name,
+        annotate_paused(false),
+    )
+    .await;
+    m.settle().await;
+    let names: Vec<String> = m
+        .machines("default", "w1")
+        .iter()
+        .map(|x| x["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        !names.contains(&workers[0]),
+        "the owner replaced the marked Machine"
+    );
+    assert_eq!(names.len(), 3);
+
+    // A paused MachineHealthCheck marks nothing.
+    m.patch(
+        CORE,
+        "machinehealthchecks",
+        "default",
+        "w1-workers",
+        annotate_paused(true),
+    )
+    .await;
+    assert!(cloud.set_healthy("default", &workers[1], false));
+    m.controllers.nudge();
+    m.settle().await;
+    let unmarked = m.get(CORE, "machines", "default", &workers[1]);
+    assert_ne!(
+        m.condition(&unmarked, "OwnerRemediated").as_deref(),
+        Some("False")
+    );
+    assert_eq!(
+        m.condition(&unmarked, "NodeHealthy").as_deref(),
+        Some("False")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_move_is_released_after_the_cluster_is_paused() {
+    let mut config = Config::new(Dialect::V1beta2, Delays::millis(15));
+    config.block_move = true;
+    let m = Mgmt::start_with(config, Cloud::new());
+    m.create(&workload(1, 0)).await;
+    m.settle().await;
+    let infra = || {
+        m.get(
+            "infrastructure.cluster.x-k8s.io",
+            "dockerclusters",
+            "default",
+            "w1",
+        )
+    };
+    assert!(
+        infra()["metadata"]["annotations"]
+            .get("clusterctl.cluster.x-k8s.io/block-move")
+            .is_some()
+    );
+    m.patch(
+        CORE,
+        "clusters",
+        "default",
+        "w1",
+        json!({"spec": {"paused": true}}),
+    )
+    .await;
+    m.settle().await;
+    assert!(
+        infra()["metadata"]["annotations"]
+            .get("clusterctl.cluster.x-k8s.io/block-move")
+            .is_none()
+    );
+    assert_eq!(m.condition(&infra(), "Paused").as_deref(), Some("True"));
+}
