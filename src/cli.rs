@@ -83,14 +83,14 @@ pub enum ColorChoice {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Can these clusters be moved now? Which object blocks, and why.
-    Ready(Selection),
-    /// Freeze control-plane and worker scaling while in-flight Machines finish.
-    Pause(Selection),
-    /// Undo exactly what `pause` froze.
-    Resume(Selection),
-    /// Move Cluster API objects to another management cluster (clusterctl-compatible).
-    Move(Selection),
+    /// Can these clusters be moved now? Which object blocks, and why. (Not implemented yet.)
+    Ready(NotYet),
+    /// Freeze control-plane and worker scaling while in-flight Machines finish. (Not implemented yet.)
+    Pause(NotYet),
+    /// Undo exactly what `pause` froze. (Not implemented yet.)
+    Resume(NotYet),
+    /// Move Cluster API objects to another management cluster, clusterctl-compatible. (Not implemented yet.)
+    Move(NotYet),
     /// The plugin's version and the management cluster's Cluster API version.
     Version(VersionArgs),
     /// Shell completion script for bash, zsh, fish, elvish or powershell.
@@ -100,7 +100,15 @@ pub enum Command {
     },
 }
 
+/// A subcommand whose issue has not landed: it takes any arguments and says so.
+#[derive(Debug, Args, Clone, Default)]
+pub struct NotYet {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub args: Vec<String>,
+}
+
 /// Which Clusters a command works on.
+
 #[derive(Debug, Args, Clone, Default)]
 pub struct Selection {
     /// Cluster names (default: every Cluster in the namespace).

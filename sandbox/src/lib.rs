@@ -1,11 +1,16 @@
 //! capi-sandbox: the test substrate of kubectl-capi. An in-memory Kubernetes API server that
 //! real kubectl and kube-rs both talk to, plus its own Cluster API CRD set.
 
+pub mod api;
 pub mod apiserver;
 pub mod bench;
 pub mod controllers;
 
 pub mod crds;
+pub mod demo;
+
+pub mod environment;
+
 pub mod workload;
 
 pub use apiserver::{ApiServer, FaultAction, FaultRule, RequestRecord, ServerOptions, Serving};

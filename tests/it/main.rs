@@ -3,6 +3,7 @@
 mod catalog;
 mod cli;
 mod common;
+mod demo;
 mod kubectl_plugin;
 mod packaging;
 mod snapshot;

@@ -1,18 +1,24 @@
-//! capi-sandbox: in-memory Kubernetes API servers with Cluster API CRDs, for tests and demos.
+//! capi-sandbox: in-memory Kubernetes API servers with Cluster API CRDs and simulated
+//! controllers, for kubectl-capi's tests and demos.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use capi_sandbox::ApiServer;
 use capi_sandbox::apiserver::{ServerOptions, write_kubeconfig};
+use capi_sandbox::controllers::Delays;
 use capi_sandbox::crds::Dialect;
+use capi_sandbox::environment::{Environment, Options, Progress, SOURCE_CONTEXT, TARGET_CONTEXT};
+use capi_sandbox::workload::Workload;
 use clap::{Parser, Subcommand};
+use serde_json::json;
 
 #[derive(Parser)]
 #[command(
     name = "capi-sandbox",
     version,
-    about = "In-memory Kubernetes API servers with Cluster API CRDs: the test substrate of kubectl-capi"
+    about = "In-memory Kubernetes API servers with Cluster API CRDs and simulated controllers: the test substrate of kubectl-capi"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -23,7 +29,7 @@ struct Cli {
 enum Command {
     /// Serve one in-memory API server on 127.0.0.1 with the Cluster API CRDs and clusterctl's
     /// provider inventory installed, write a kubeconfig (context "sandbox") and serve until
-    /// Ctrl-C, so real kubectl (and kubectl capi) can talk to it.
+    /// Ctrl-C, so real kubectl (and kubectl capi) can talk to it. No controllers run.
     Serve {
         /// Port to listen on (0: any free port).
         #[arg(long, default_value_t = 0)]
@@ -41,6 +47,72 @@ enum Command {
         #[arg(long)]
         token: Option<String>,
     },
+    /// Start a source and a target management cluster with simulated Cluster API controllers and
+    /// one shared fake cloud, create workload clusters in the source, and run until Ctrl-C.
+    Up {
+        /// Where to write the kubeconfig (contexts sandbox-source and sandbox-target).
+        #[arg(long, default_value = "sandbox.kubeconfig")]
+        kubeconfig: PathBuf,
+        /// Workload clusters to create in the source (named workload-1, workload-2, …).
+        #[arg(long, default_value_t = 1)]
+        clusters: usize,
+        #[arg(long, default_value_t = 1)]
+        control_plane_replicas: i64,
+        /// Replicas of each cluster's MachineDeployment.
+        #[arg(long, default_value_t = 1)]
+        workers: i64,
+        #[arg(long, value_enum, default_value_t = Dialect::V1beta2)]
+        dialect: Dialect,
+        /// Provisioning step delay in milliseconds (default: seconds, like a slow cloud).
+        #[arg(long)]
+        delay_ms: Option<u64>,
+        /// Infrastructure clusters carry clusterctl's block-move annotation until paused.
+        #[arg(long)]
+        block_move: bool,
+    },
+    /// Scale a workload cluster's control plane and/or workers (from another terminal than `up`).
+    Scale {
+        #[arg(long, default_value = "sandbox.kubeconfig")]
+        kubeconfig: PathBuf,
+        #[arg(long, default_value = SOURCE_CONTEXT)]
+        context: String,
+        #[arg(short = 'n', long, default_value = "default")]
+        namespace: String,
+        /// The workload Cluster's name.
+        #[arg(long)]
+        cluster: String,
+        #[arg(long)]
+        control_plane: Option<i64>,
+        #[arg(long)]
+        workers: Option<i64>,
+    },
+    /// Make a Machine's node unhealthy (or healthy again), for MachineHealthCheck scenarios.
+    Node {
+        #[arg(long, default_value = "sandbox.kubeconfig")]
+        kubeconfig: PathBuf,
+        #[arg(long, default_value = SOURCE_CONTEXT)]
+        context: String,
+        #[arg(short = 'n', long, default_value = "default")]
+        namespace: String,
+        /// The Machine's name.
+        #[arg(long)]
+        machine: String,
+        #[arg(long, conflicts_with = "healthy")]
+        unhealthy: bool,
+        #[arg(long)]
+        healthy: bool,
+    },
+    /// Run the whole story non-interactively with the real plugin: a scale-up refusing the move,
+    /// pause, ready --wait, move, resume in the target.
+    Demo {
+        /// The kubectl-capi binary (default: next to this one).
+        #[arg(long)]
+        plugin: Option<PathBuf>,
+        #[arg(long, default_value_t = 300)]
+        delay_ms: u64,
+        #[arg(long, value_enum, default_value_t = Dialect::V1beta2)]
+        dialect: Dialect,
+    },
     /// Measure the API server's capacity: creates (sequential and concurrent, in-process) up to
     /// --objects stored objects, and LIST of --listed objects in-process and over HTTP.
     BenchApiserver {
@@ -51,6 +123,89 @@ enum Command {
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
     },
+}
+
+async fn client_for(kubeconfig: &PathBuf, context: &str) -> anyhow::Result<kube::Client> {
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(kubeconfig)
+            .with_context(|| format!("reading {}", kubeconfig.display()))?,
+        &kube::config::KubeConfigOptions {
+            context: Some(context.to_string()),
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// The served version of the core group (v1beta2, else v1beta1).
+async fn core_version(client: &kube::Client) -> anyhow::Result<&'static str> {
+    let group = kube::discovery::group(client, "cluster.x-k8s.io")
+        .await
+        .context("Cluster API is not served")?;
+    Ok(if group.versions().any(|v| v == "v1beta2") {
+        "v1beta2"
+    } else {
+        "v1beta1"
+    })
+}
+
+async fn up(
+    kubeconfig: PathBuf,
+    clusters: usize,
+    cp: i64,
+    workers: i64,
+    dialect: Dialect,
+    delay_ms: Option<u64>,
+    block_move: bool,
+) -> anyhow::Result<()> {
+    let delays = delay_ms.map(Delays::millis).unwrap_or_else(Delays::seconds);
+    let mut options = Options::new(dialect, delays);
+    options.block_move = block_move;
+    let env = Environment::start(&options, &kubeconfig).await?;
+    eprintln!(
+        "source: {} (context {SOURCE_CONTEXT})",
+        env.source.serving.url
+    );
+    eprintln!(
+        "target: {} (context {TARGET_CONTEXT})",
+        env.target.serving.url
+    );
+    eprintln!("kubeconfig written to {}", kubeconfig.display());
+    let names: Vec<String> = (1..=clusters).map(|i| format!("workload-{i}")).collect();
+    for name in &names {
+        let mut workload = Workload::new("default", name);
+        workload.control_plane_replicas = cp;
+        workload.workers = workers;
+        workload.machine_deployment = workers > 0;
+        env.create_workload(&workload).await?;
+    }
+    eprintln!(
+        "created {} workload cluster(s) in the source; Ctrl-C stops everything",
+        names.len()
+    );
+    let mut last: Vec<String> = Vec::new();
+    loop {
+        let lines: Vec<String> = names
+            .iter()
+            .map(|name| {
+                format!(
+                    "{name}: {}",
+                    Progress::of(&env.source.server, dialect, "default", name)
+                )
+            })
+            .collect();
+        if lines != last {
+            for line in &lines {
+                eprintln!("{line}");
+            }
+            last = lines;
+        }
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+    }
 }
 
 #[tokio::main]
@@ -80,6 +235,116 @@ async fn main() -> anyhow::Result<()> {
                 kubeconfig.display()
             );
             tokio::signal::ctrl_c().await?;
+            Ok(())
+        }
+        Command::Up {
+            kubeconfig,
+            clusters,
+            control_plane_replicas,
+            workers,
+            dialect,
+            delay_ms,
+            block_move,
+        } => {
+            up(
+                kubeconfig,
+                clusters,
+                control_plane_replicas,
+                workers,
+                dialect,
+                delay_ms,
+                block_move,
+            )
+            .await
+        }
+        Command::Scale {
+            kubeconfig,
+            context,
+            namespace,
+            cluster,
+            control_plane,
+            workers,
+        } => {
+            let client = client_for(&kubeconfig, &context).await?;
+            let version = core_version(&client).await?;
+            if let Some(replicas) = control_plane {
+                let api_version = format!("controlplane.cluster.x-k8s.io/{version}");
+                capi_sandbox::api::merge_patch(
+                    &client,
+                    &api_version,
+                    "KubeadmControlPlane",
+                    &namespace,
+                    &format!("{cluster}-control-plane"),
+                    &json!({"spec": {"replicas": replicas}}),
+                )
+                .await?;
+                println!(
+                    "kubeadmcontrolplane.controlplane.cluster.x-k8s.io/{cluster}-control-plane scaled to {replicas}"
+                );
+            }
+            if let Some(replicas) = workers {
+                let api_version = format!("cluster.x-k8s.io/{version}");
+                capi_sandbox::api::merge_patch(
+                    &client,
+                    &api_version,
+                    "MachineDeployment",
+                    &namespace,
+                    &format!("{cluster}-md-0"),
+                    &json!({"spec": {"replicas": replicas}}),
+                )
+                .await?;
+                println!("machinedeployment.cluster.x-k8s.io/{cluster}-md-0 scaled to {replicas}");
+            }
+            Ok(())
+        }
+        Command::Node {
+            kubeconfig,
+            context,
+            namespace,
+            machine,
+            unhealthy,
+            healthy,
+        } => {
+            if unhealthy == healthy {
+                anyhow::bail!("pass exactly one of --unhealthy or --healthy");
+            }
+            let client = client_for(&kubeconfig, &context).await?;
+            let version = core_version(&client).await?;
+            let value = if unhealthy { "unhealthy" } else { "healthy" };
+            capi_sandbox::api::merge_patch(
+                &client,
+                &format!("cluster.x-k8s.io/{version}"),
+                "Machine",
+                &namespace,
+                &machine,
+                &json!({"metadata": {"annotations": {capi_sandbox::controllers::NODE_HEALTH_ANNOTATION: value}}}),
+            )
+            .await?;
+            println!("machine.cluster.x-k8s.io/{machine} node {value}");
+            Ok(())
+        }
+        Command::Demo {
+            plugin,
+            delay_ms,
+            dialect,
+        } => {
+            let plugin = match plugin {
+                Some(p) => p,
+                None => std::env::current_exe()?.with_file_name("kubectl-capi"),
+            };
+            if !plugin.exists() {
+                anyhow::bail!(
+                    "{} not found; build it (cargo build -p kubectl-capi) or pass --plugin",
+                    plugin.display()
+                );
+            }
+            let options = capi_sandbox::demo::DemoOptions {
+                plugin,
+                delays: Delays::millis(delay_ms),
+                dialect,
+            };
+            let mut stdout = std::io::stdout();
+            capi_sandbox::demo::run(&options, &mut stdout).await?;
             Ok(())
         }
         Command::BenchApiserver {

@@ -17,6 +17,9 @@ pub const MACHINE_FINALIZER: &str = "machine.cluster.x-k8s.io";
 pub const DOCKER_MACHINE_FINALIZER: &str = "dockermachine.infrastructure.cluster.x-k8s.io";
 pub const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+/// Set by `capi-sandbox node` to make a Machine's node unhealthy (or healthy again) from outside
+/// the process that holds the cloud.
+pub const NODE_HEALTH_ANNOTATION: &str = "sandbox.capi.x-k8s.io/node-health";
 
 /// What an owner (control plane or MachineSet) asks for when it creates a Machine.
 pub struct NewMachine<'a> {
@@ -148,6 +151,19 @@ pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
         .map(str::to_string)
         .unwrap_or_else(|| provider_id(ns, &machine_name));
     let in_cloud = ctx.cloud.machine(&pid);
+    if let (Some(wanted), Some(current)) = (
+        machine["metadata"]["annotations"][NODE_HEALTH_ANNOTATION].as_str(),
+        &in_cloud,
+    ) {
+        let healthy = wanted != "unhealthy";
+        if current.healthy != healthy {
+            ctx.writes.push(Write::CloudSetHealth {
+                namespace: ns.to_string(),
+                name: machine_name.clone(),
+                healthy,
+            });
+        }
+    }
 
     // 1. Bootstrap data (paused only by the config's own annotation or the Cluster).
     let bootstrapped = bootstrap_ready(shape, bootstrap) || in_cloud.is_some();

@@ -28,6 +28,8 @@ use tokio::time::Instant;
 pub use cloud::Cloud;
 use context::{Ctx, Memory};
 pub use holds::{Holds, Step};
+pub use machine::NODE_HEALTH_ANNOTATION;
+
 use shape::Shape;
 use world::{KINDS, World, Write};
 

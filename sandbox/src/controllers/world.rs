@@ -245,6 +245,11 @@ pub enum Write {
     CloudDeleteLoadBalancer {
         key: String,
     },
+    CloudSetHealth {
+        namespace: String,
+        name: String,
+        healthy: bool,
+    },
 }
 
 impl Write {
@@ -342,6 +347,14 @@ impl Write {
             }
             Write::CloudDeleteLoadBalancer { key } => {
                 cloud.delete_load_balancer(key);
+                Ok(())
+            }
+            Write::CloudSetHealth {
+                namespace,
+                name,
+                healthy,
+            } => {
+                cloud.set_healthy(namespace, name, *healthy);
                 Ok(())
             }
         };
