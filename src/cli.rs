@@ -83,8 +83,9 @@ pub enum ColorChoice {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Can these clusters be moved now? Which object blocks, and why. (Not implemented yet.)
-    Ready(NotYet),
+    /// Can these clusters be moved now? Which object blocks, and why.
+    #[command(after_help = READY_HELP)]
+    Ready(ReadyArgs),
     /// Freeze control-plane and worker scaling while in-flight Machines finish. (Not implemented yet.)
     Pause(NotYet),
     /// Undo exactly what `pause` froze. (Not implemented yet.)
@@ -100,7 +101,42 @@ pub enum Command {
     },
 }
 
+pub const READY_HELP: &str =
+    "Checks, per Cluster: clusterctl move's own preflight (infrastructure provisioned, control
+plane initialized, every Machine has a node — with clusterctl's messages), and what clusterctl
+misses: Machines being deleted, scaling in progress (blocking until `kubectl capi pause` freezes
+it), MachineHealthCheck remediation, paused Clusters/ClusterClasses, dangling owner references,
+block-move annotations (information), node health and autoscaled groups (warnings).
+
+Target-side checks (providers, CRDs and permissions in the destination) belong to
+`kubectl capi move --dry-run=server`.
+
+Exit codes:
+  0    every selected cluster can be moved
+  1    at least one cannot (or --wait timed out)
+  2    error: bad input, API error, no clusters matched
+  130  interrupted (Ctrl-C)";
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ReadyArgs {
+    /// Cluster names (default: every Cluster in the namespace, or with -A everywhere).
+    pub clusters: Vec<String>,
+    /// Wait until every selected cluster can be moved (driven by watches).
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits, e.g. 30s, 10m.
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub timeout: String,
+    /// List every check with its status, object and message.
+    #[arg(long)]
+    pub details: bool,
+    /// Node health problems block instead of warning.
+    #[arg(long)]
+    pub strict: bool,
+}
+
 /// A subcommand whose issue has not landed: it takes any arguments and says so.
+
 #[derive(Debug, Args, Clone, Default)]
 pub struct NotYet {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]

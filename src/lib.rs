@@ -13,6 +13,7 @@ pub mod kube;
 pub mod model;
 pub mod names;
 pub mod output;
+pub mod ready;
 pub mod settings;
 pub mod snapshot;
 
@@ -47,7 +48,8 @@ where
     let outcome = match &cli.command {
         Command::Version(args) => commands::version::run(args, &settings, &printer).await,
         Command::Completion { shell } => Ok(commands::completion(*shell, &printer)),
-        Command::Ready(_) => Err(Error::NotImplemented("kubectl capi ready")),
+        Command::Ready(args) => commands::ready::run(args, &settings, &printer).await,
+
         Command::Pause(_) => Err(Error::NotImplemented("kubectl capi pause")),
         Command::Resume(_) => Err(Error::NotImplemented("kubectl capi resume")),
         Command::Move(_) => Err(Error::NotImplemented("kubectl capi move")),

@@ -20,3 +20,48 @@ pub const AUTOSCALER_MIN_ANNOTATION: &str =
 pub const AUTOSCALER_MAX_ANNOTATION: &str =
     "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size";
 pub const REPLICAS_MANAGED_BY_ANNOTATION: &str = "cluster.x-k8s.io/replicas-managed-by";
+
+/// The marker `kubectl capi pause` puts beside `cluster.x-k8s.io/paused` on every object it
+/// freezes: when, by whom and why. `resume` only releases objects that carry it.
+pub const FROZEN_BY_ANNOTATION: &str = "kubectl-capi.dev/frozen";
+
+/// clusterctl's preflight messages, word for word (with the GroupVersionKind rendered in full
+/// where clusterctl prints `"/, Kind="`), so users can search for them.
+pub mod clusterctl {
+    pub fn infrastructure(gvk: &str, namespace: &str, name: &str) -> String {
+        format!(
+            "cannot start the move operation while \"{gvk}\" {namespace}/{name} is still provisioning the infrastructure"
+        )
+    }
+    pub fn control_plane_not_initialized(gvk: &str, namespace: &str, name: &str) -> String {
+        format!(
+            "cannot start the move operation while the control plane for \"{gvk}\" {namespace}/{name} is not yet initialized"
+        )
+    }
+    /// v1beta1 management clusters (clusterctl ≤ 1.10) check `status.controlPlaneReady`.
+    pub fn control_plane_not_ready(gvk: &str, namespace: &str, name: &str) -> String {
+        format!(
+            "cannot start the move operation while the control plane for \"{gvk}\" {namespace}/{name} is not yet ready"
+        )
+    }
+    pub fn node(gvk: &str, namespace: &str, name: &str) -> String {
+        format!(
+            "cannot start the move operation while \"{gvk}\" {namespace}/{name} is still provisioning the node"
+        )
+    }
+    pub fn paused_clusters(list: &str) -> String {
+        format!("cannot start operation while the following Clusters are paused: {list}")
+    }
+    pub fn paused_cluster_classes(list: &str) -> String {
+        format!("cannot start operation while the following ClusterClasses are paused: {list}")
+    }
+}
+
+/// Does the object itself carry `cluster.x-k8s.io/paused`?
+pub fn is_paused_annotation(object: &kube::api::DynamicObject) -> bool {
+    object
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(PAUSED_ANNOTATION))
+}

@@ -10,8 +10,9 @@ use crate::error::Result;
 use crate::kube::{Catalog, Cluster};
 use crate::model::cluster_name_of;
 
-/// Page size of every LIST.
-pub const PAGE_SIZE: u32 = 500;
+/// Page size of every LIST: large, so that the number of requests stays flat as installations
+/// grow (a real API server serves pages of thousands of objects comfortably).
+pub const PAGE_SIZE: u32 = 5000;
 
 /// `(group, kind)`.
 pub type KindKey = (String, String);
@@ -25,6 +26,41 @@ pub fn key(group: &str, kind: &str) -> KindKey {
 pub enum ListScope {
     Namespace(String),
     AllNamespaces,
+}
+
+/// What to list.
+#[derive(Debug, Clone)]
+pub struct Fetch {
+    pub scope: ListScope,
+    pub kinds: Vec<KindKey>,
+    /// Label selector on Clusters only (`-l`).
+    pub cluster_selector: Option<String>,
+    pub page_size: u32,
+}
+
+/// The API handle listing a kind in a scope.
+pub fn list_api(
+    cluster: &Cluster,
+    info: &crate::kube::KindInfo,
+    scope: &ListScope,
+) -> Api<DynamicObject> {
+    match (scope, info.namespaced) {
+        (ListScope::Namespace(ns), true) => {
+            Api::namespaced_with(cluster.client.clone(), ns, &info.resource)
+        }
+        _ => Api::all_with(cluster.client.clone(), &info.resource),
+    }
+}
+
+/// Items of a list may come without apiVersion/kind; the model needs them.
+pub fn with_types(mut object: DynamicObject, resource: &kube::core::ApiResource) -> DynamicObject {
+    if object.types.is_none() {
+        object.types = Some(kube::core::TypeMeta {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+        });
+    }
+    object
 }
 
 #[derive(Debug, Clone, Default)]
@@ -65,32 +101,47 @@ impl Snapshot {
         scope: &ListScope,
         kinds: &[KindKey],
     ) -> Result<Snapshot> {
+        Self::fetch_with(
+            cluster,
+            catalog,
+            &Fetch {
+                scope: scope.clone(),
+                kinds: kinds.to_vec(),
+                cluster_selector: None,
+                page_size: PAGE_SIZE,
+            },
+        )
+        .await
+    }
+
+    pub async fn fetch_with(
+        cluster: &Cluster,
+        catalog: &Catalog,
+        fetch: &Fetch,
+    ) -> Result<Snapshot> {
         let mut snapshot = Snapshot::default();
-        for (group, kind) in kinds {
+        for (group, kind) in &fetch.kinds {
             let Some(info) = catalog.kind(group, kind) else {
                 continue;
             };
-            let api: Api<DynamicObject> = match (scope, info.namespaced) {
-                (ListScope::Namespace(ns), true) => {
-                    Api::namespaced_with(cluster.client.clone(), ns, &info.resource)
-                }
-                _ => Api::all_with(cluster.client.clone(), &info.resource),
-            };
-            let mut params = ListParams::default().limit(PAGE_SIZE);
+            let api = list_api(cluster, info, &fetch.scope);
+            let mut params = ListParams::default().limit(fetch.page_size);
+            if group == crate::names::CORE_GROUP
+                && kind == "Cluster"
+                && let Some(selector) = &fetch.cluster_selector
+            {
+                params = params.labels(selector);
+            }
             loop {
                 let page = api.list(&params).await.map_err(|e| {
                     cluster.api_error(e, &format!("listing {}", info.resource.plural))
                 })?;
                 let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-                for mut object in page.items {
-                    // Items of a list carry no apiVersion/kind in some servers' answers; keep them.
-                    if object.types.is_none() {
-                        object.types = Some(kube::core::TypeMeta {
-                            api_version: info.resource.api_version.clone(),
-                            kind: info.resource.kind.clone(),
-                        });
-                    }
-                    snapshot.insert((group.clone(), kind.clone()), object);
+                for object in page.items {
+                    snapshot.insert(
+                        (group.clone(), kind.clone()),
+                        with_types(object, &info.resource),
+                    );
                 }
                 match next {
                     Some(token) => params = params.continue_token(&token),
@@ -99,6 +150,23 @@ impl Snapshot {
             }
         }
         Ok(snapshot)
+    }
+
+    /// A snapshot of objects kept by watchers (one store per kind).
+    pub fn from_stores(
+        stores: impl IntoIterator<Item = (KindKey, Vec<Arc<DynamicObject>>)>,
+    ) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for (kind, objects) in stores {
+            let entry = snapshot.objects.entry(kind).or_default();
+            for object in objects {
+                if let Some(uid) = &object.metadata.uid {
+                    snapshot.by_uid.insert(uid.clone(), object.clone());
+                }
+                entry.push(object);
+            }
+        }
+        snapshot
     }
 
     pub fn of_kind(&self, group: &str, kind: &str) -> &[Arc<DynamicObject>] {

@@ -1,5 +1,6 @@
 //! One module per subcommand; each returns how it ended.
 
+pub mod ready;
 pub mod version;
 
 use clap::CommandFactory;

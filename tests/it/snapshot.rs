@@ -3,7 +3,7 @@
 use capi_sandbox::crds::Dialect;
 use capi_sandbox::{ApiServer, ServerOptions};
 use kubectl_capi::kube::{Catalog, Cluster};
-use kubectl_capi::snapshot::{ListScope, PAGE_SIZE, Snapshot, key};
+use kubectl_capi::snapshot::{Fetch, ListScope, Snapshot, key};
 use serde_json::json;
 
 #[tokio::test]
@@ -13,7 +13,8 @@ async fn lists_are_paginated_and_indexed() {
     server
         .load(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}))
         .unwrap();
-    let count = PAGE_SIZE as usize * 2 + 10;
+    const PAGE: u32 = 50;
+    let count = PAGE as usize * 2 + 10;
     for i in 0..count {
         let cluster = if i % 2 == 0 { "even" } else { "odd" };
         server
@@ -41,7 +42,7 @@ async fn lists_are_paginated_and_indexed() {
     .await
     .unwrap();
     assert_eq!(snapshot.of_kind("cluster.x-k8s.io", "Machine").len(), count);
-    assert_eq!(server.count("list", "machines"), 3, "pages of {PAGE_SIZE}");
+    assert_eq!(server.count("list", "machines"), 3, "pages of {PAGE}");
     assert_eq!(server.count("list", "clusters"), 1);
     assert_eq!(
         snapshot

@@ -1,0 +1,230 @@
+//! `kubectl capi ready`.
+
+use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use crate::cli::ReadyArgs;
+use crate::error::{Error, Result};
+use crate::kube::{Catalog, Cluster, connect};
+use crate::names::CORE_GROUP;
+use crate::output::{ExitStatus, Printer};
+use crate::ready::evaluate::{Options, Report, evaluate};
+use crate::ready::render::render;
+use crate::ready::wait::{Outcome, wait};
+use crate::settings::{OutputFormat, Settings, parse_request_timeout};
+use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
+
+/// The kinds the evaluation reads: the core kinds, and every non-template kind of the control
+/// plane, infrastructure and bootstrap providers. One LIST each, whatever the cluster count.
+pub fn kinds(catalog: &Catalog) -> Vec<KindKey> {
+    let mut kinds: Vec<KindKey> = [
+        "Cluster",
+        "ClusterClass",
+        "Machine",
+        "MachineSet",
+        "MachineDeployment",
+        "MachinePool",
+        "MachineHealthCheck",
+    ]
+    .iter()
+    .filter(|k| catalog.kind(CORE_GROUP, k).is_some())
+    .map(|k| key(CORE_GROUP, k))
+    .collect();
+    for info in catalog.kinds() {
+        let group = info.resource.group.as_str();
+        let provider = matches!(
+            group,
+            "controlplane.cluster.x-k8s.io"
+                | "infrastructure.cluster.x-k8s.io"
+                | "bootstrap.cluster.x-k8s.io"
+        );
+        if provider && !info.resource.kind.ends_with("Template") {
+            kinds.push(key(group, &info.resource.kind));
+        }
+    }
+    kinds
+}
+
+/// The selection: scope, named clusters, and label selector.
+pub struct Selection {
+    pub fetch: Fetch,
+    pub options: Options,
+    pub names: Vec<String>,
+}
+
+pub fn selection(
+    cluster: &Cluster,
+    catalog: &Catalog,
+    settings: &Settings,
+    names: &[String],
+    strict: bool,
+) -> Selection {
+    let scope = if settings.scope.all_namespaces {
+        ListScope::AllNamespaces
+    } else {
+        ListScope::Namespace(cluster.namespace(settings.scope.namespace.as_deref()))
+    };
+    Selection {
+        fetch: Fetch {
+            scope,
+            kinds: kinds(catalog),
+            cluster_selector: settings.scope.selector.clone(),
+            page_size: PAGE_SIZE,
+        },
+        options: Options {
+            clusters: Vec::new(),
+            strict,
+        },
+        names: names.to_vec(),
+    }
+}
+
+/// Resolves named Clusters against the snapshot (any namespace with -A); unknown names are errors.
+pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<()> {
+    let clusters = snapshot.of_kind(CORE_GROUP, "Cluster");
+    for name in &selection.names {
+        let found: Vec<(String, String)> = clusters
+            .iter()
+            .filter(|c| c.metadata.name.as_deref() == Some(name.as_str()))
+            .map(|c| {
+                (
+                    c.metadata.namespace.clone().unwrap_or_default(),
+                    name.clone(),
+                )
+            })
+            .collect();
+        if found.is_empty() {
+            return Err(Error::Api {
+                context: "selecting clusters".into(),
+                message: format!("clusters.cluster.x-k8s.io \"{name}\" not found"),
+            });
+        }
+        selection.options.clusters.extend(found);
+    }
+    if clusters.is_empty() {
+        let where_ = match &selection.fetch.scope {
+            ListScope::Namespace(ns) => format!("namespace \"{ns}\""),
+            ListScope::AllNamespaces => "any namespace".into(),
+        };
+        let selector = selection
+            .fetch
+            .cluster_selector
+            .as_ref()
+            .map(|s| format!(" matching \"{s}\""))
+            .unwrap_or_default();
+        return Err(Error::Usage(format!(
+            "no Cluster API Clusters{selector} in {where_}; pass -n NAMESPACE or -A"
+        )));
+    }
+    Ok(())
+}
+
+fn state_line(report: &Report) -> Vec<String> {
+    report
+        .clusters
+        .iter()
+        .map(|c| {
+            let verdict = if c.ready {
+                "ready".to_string()
+            } else {
+                format!("not ready: {}", c.reason().unwrap_or(""))
+            };
+            format!(
+                "{}/{}: {}/{} Machines with a node, {verdict}",
+                c.namespace, c.name, c.machines.with_node, c.machines.total
+            )
+        })
+        .collect()
+}
+
+pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
+    let timeout = parse_request_timeout(&args.timeout)
+        .map_err(|_| {
+            Error::Usage(format!(
+                "invalid --timeout \"{}\": use a duration such as 30s or 10m",
+                args.timeout
+            ))
+        })?
+        .unwrap_or(Duration::from_secs(600));
+    let cluster = connect(&settings.connection).await?;
+    let catalog = Catalog::discover(&cluster).await?;
+    let mut selection = selection(&cluster, &catalog, settings, &args.clusters, args.strict);
+    let snapshot = Snapshot::fetch_with(&cluster, &catalog, &selection.fetch).await?;
+    resolve_names(&snapshot, &mut selection)?;
+    let details = args.details || selection.options.clusters.len() == 1;
+    let mut report = evaluate(&snapshot, &selection.options);
+    let mut status = if report.ready {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    };
+
+    if args.wait && !report.ready {
+        let table_output = !settings.output.is_structured();
+        let progress = MultiProgress::with_draw_target(printer.progress_target());
+        let style =
+            ProgressStyle::with_template("{spinner} {prefix} {wide_msg}").expect("valid template");
+        let mut bars: Vec<ProgressBar> = Vec::new();
+        if printer.progress() {
+            for c in &report.clusters {
+                let bar = progress.add(
+                    ProgressBar::new_spinner()
+                        .with_style(style.clone())
+                        .with_prefix(format!("{}/{}", c.namespace, c.name)),
+                );
+                bar.enable_steady_tick(Duration::from_millis(120));
+                bars.push(bar);
+            }
+        }
+        let mut last_lines: Vec<String> = Vec::new();
+        let on_change = |r: &Report| {
+            let lines = state_line(r);
+            if printer.progress() {
+                for (bar, c) in bars.iter().zip(&r.clusters) {
+                    bar.set_message(format!(
+                        "{}/{} Machines with a node — {}",
+                        c.machines.with_node,
+                        c.machines.total,
+                        c.reason().unwrap_or("ready")
+                    ));
+                }
+            } else if table_output {
+                for line in &lines {
+                    if !last_lines.contains(line) {
+                        eprintln!("{line}");
+                    }
+                }
+            }
+            last_lines = lines;
+        };
+        let waited = tokio::select! {
+            outcome = wait(&cluster, &catalog, &selection.fetch, &selection.options, timeout, on_change) => Some(outcome?),
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        for bar in &bars {
+            bar.finish_and_clear();
+        }
+        match waited {
+            Some(Outcome::Ready(r)) => {
+                report = r;
+                status = ExitStatus::Success;
+            }
+            Some(Outcome::TimedOut(r)) => {
+                report = r;
+                status = ExitStatus::Failure;
+                printer.warn(&format!(
+                    "timed out after {} waiting for the clusters to be ready to move",
+                    args.timeout
+                ));
+            }
+            None => {
+                eprintln!("interrupted");
+                return Ok(ExitStatus::Interrupted);
+            }
+        }
+    }
+    let _ = OutputFormat::Table;
+    printer.data(&render(&report, printer, details));
+    Ok(status)
+}

@@ -1,0 +1,1022 @@
+//! The readiness evaluator: a pure function over a snapshot, shared with `move`'s preflight.
+//! clusterctl's own checks come first, with its wording; then what clusterctl misses.
+
+use std::collections::BTreeSet;
+
+use kube::api::DynamicObject;
+use serde::Serialize;
+
+use crate::model::{
+    ClusterClassView, ClusterView, HealthCheckView, MachineView, ObjectRef, ScalerKind, ScalerView,
+    annotation, has_annotation,
+};
+use crate::names::{
+    self, BLOCK_MOVE_ANNOTATION, CONTROL_PLANE_GROUP, CORE_GROUP, FROZEN_BY_ANNOTATION, clusterctl,
+};
+use crate::snapshot::Snapshot;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckStatus {
+    Fail,
+    Warn,
+    Info,
+    Pass,
+}
+
+impl CheckStatus {
+    pub fn word(self) -> &'static str {
+        match self {
+            CheckStatus::Pass => "pass",
+            CheckStatus::Fail => "fail",
+            CheckStatus::Warn => "warn",
+            CheckStatus::Info => "info",
+        }
+    }
+}
+
+/// One finding about one object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// A stable identifier of the check (e.g. `machine-node`), documented in the README.
+    pub check: &'static str,
+    pub status: CheckStatus,
+    pub object: ObjectRef,
+    pub message: String,
+}
+
+/// A scaler (or health check) carrying `cluster.x-k8s.io/paused`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Frozen {
+    #[serde(flatten)]
+    pub object: ObjectRef,
+    /// `Paused=True` reported (`None`: the controller reports no Paused condition at all).
+    pub acknowledged: Option<bool>,
+    /// Frozen by `kubectl capi pause` (its marker annotation is present).
+    pub by_kubectl_capi: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineCount {
+    pub total: usize,
+    pub with_node: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterReport {
+    pub namespace: String,
+    pub name: String,
+    pub ready: bool,
+    pub machines: MachineCount,
+    pub frozen: Vec<Frozen>,
+    pub checks: Vec<Check>,
+    #[serde(skip)]
+    pub control_plane: Option<(usize, i64)>,
+    #[serde(skip)]
+    pub workers: (usize, i64),
+    #[serde(skip)]
+    pub paused: bool,
+}
+
+impl ClusterReport {
+    /// The first blocking reason, as the table's REASON column shows it.
+    pub fn reason(&self) -> Option<&str> {
+        self.checks
+            .iter()
+            .find(|c| c.status == CheckStatus::Fail)
+            .map(|c| c.message.as_str())
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::Warn)
+            .count()
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub ready: bool,
+    pub clusters: Vec<ClusterReport>,
+}
+
+/// What to evaluate and how strictly.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Only these Clusters (namespace, name); all in the snapshot when empty.
+    pub clusters: Vec<(String, String)>,
+    /// Node health problems block instead of warning.
+    pub strict: bool,
+}
+
+fn scaler_kind(object: &DynamicObject) -> Option<ScalerKind> {
+    let types = object.types.as_ref()?;
+    let group = types
+        .api_version
+        .rsplit_once('/')
+        .map(|(g, _)| g)
+        .unwrap_or("");
+    match (group, types.kind.as_str()) {
+        (CORE_GROUP, "MachineDeployment") => Some(ScalerKind::MachineDeployment),
+        (CORE_GROUP, "MachineSet") => Some(ScalerKind::MachineSet),
+        (CORE_GROUP, "MachinePool") => Some(ScalerKind::MachinePool),
+        (CONTROL_PLANE_GROUP, _) => Some(ScalerKind::ControlPlane),
+        _ => None,
+    }
+}
+
+fn name_of(r: &ObjectRef) -> String {
+    format!("{} {}/{}", r.kind, r.namespace, r.name)
+}
+
+/// Frozen = carries the paused annotation and acknowledged it (or reports no Paused condition).
+pub fn frozen_state(object: &DynamicObject, paused_condition: Option<bool>) -> Option<Frozen> {
+    if !names::is_paused_annotation(object) {
+        return None;
+    }
+    Some(Frozen {
+        object: ObjectRef::of(object),
+        acknowledged: paused_condition,
+        by_kubectl_capi: has_annotation(object, FROZEN_BY_ANNOTATION),
+    })
+}
+
+struct ClusterScope<'a> {
+    snapshot: &'a Snapshot,
+    namespace: &'a str,
+    cluster: &'a ClusterView,
+    cluster_object: &'a DynamicObject,
+}
+
+impl<'a> ClusterScope<'a> {
+    /// Objects of a kind that belong to this Cluster.
+    fn of(&self, group: &str, kind: &str) -> Vec<&'a DynamicObject> {
+        self.snapshot
+            .of_cluster(group, kind, self.namespace, &self.cluster.reference.name)
+            .map(|o| o.as_ref())
+            .collect()
+    }
+
+    /// The control plane object, by `spec.controlPlaneRef`.
+    fn control_plane(&self) -> Option<&'a DynamicObject> {
+        let reference = self.cluster.control_plane_ref.as_ref()?;
+        self.snapshot
+            .of_kind(&reference.api_group, &reference.kind)
+            .iter()
+            .find(|o| {
+                o.metadata.namespace.as_deref() == Some(self.namespace)
+                    && o.metadata.name.as_deref() == Some(reference.name.as_str())
+            })
+            .map(|o| o.as_ref())
+    }
+
+    /// Every object of the cluster the snapshot holds (for block-move and dangling owners).
+    fn all_objects(&self) -> Vec<&'a DynamicObject> {
+        let mut out: Vec<&DynamicObject> = vec![self.cluster_object];
+        for (group, kind) in self.snapshot.kinds() {
+            if kind == "Cluster" && group == CORE_GROUP {
+                continue;
+            }
+            out.extend(self.of(group, kind));
+        }
+        if let Some(cp) = self.control_plane()
+            && !out.iter().any(|o| o.metadata.uid == cp.metadata.uid)
+        {
+            out.push(cp);
+        }
+        if let Some(infra) = self.cluster.infrastructure_ref.as_ref() {
+            for object in self.snapshot.of_kind(&infra.api_group, &infra.kind) {
+                if object.metadata.namespace.as_deref() == Some(self.namespace)
+                    && object.metadata.name.as_deref() == Some(infra.name.as_str())
+                    && !out.iter().any(|o| o.metadata.uid == object.metadata.uid)
+                {
+                    out.push(object);
+                }
+            }
+        }
+        out
+    }
+}
+
+pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Report {
+    let mut clusters: Vec<&DynamicObject> = snapshot
+        .of_kind(CORE_GROUP, "Cluster")
+        .iter()
+        .map(|c| c.as_ref())
+        .collect();
+    if !options.clusters.is_empty() {
+        clusters.retain(|c| {
+            options.clusters.iter().any(|(ns, n)| {
+                c.metadata.namespace.as_deref() == Some(ns.as_str())
+                    && c.metadata.name.as_deref() == Some(n.as_str())
+            })
+        });
+    }
+    clusters.sort_by_key(|c| (c.metadata.namespace.clone(), c.metadata.name.clone()));
+    let reports: Vec<ClusterReport> = clusters
+        .iter()
+        .map(|c| evaluate_cluster(snapshot, c, options))
+        .collect();
+    Report {
+        api_version: "kubectl-capi/v1",
+        kind: "ReadinessReport",
+        ready: !reports.is_empty() && reports.iter().all(|r| r.ready),
+        clusters: reports,
+    }
+}
+
+fn evaluate_cluster(
+    snapshot: &Snapshot,
+    object: &DynamicObject,
+    options: &Options,
+) -> ClusterReport {
+    let cluster = ClusterView::read(object);
+    let namespace = cluster.reference.namespace.clone();
+    let scope = ClusterScope {
+        snapshot,
+        namespace: &namespace,
+        cluster: &cluster,
+        cluster_object: object,
+    };
+    let mut checks = Vec::new();
+    let mut push =
+        |check: &'static str, status: CheckStatus, object: &ObjectRef, message: String| {
+            checks.push(Check {
+                check,
+                status,
+                object: object.clone(),
+                message,
+            });
+        };
+    let gvk = cluster.reference.gvk_string();
+    let (ns, name) = (&cluster.reference.namespace, &cluster.reference.name);
+
+    // clusterctl P1–P3: they short-circuit per Cluster, as clusterctl's loop does.
+    if !cluster.infrastructure_provisioned {
+        push(
+            "infrastructure-provisioned",
+            CheckStatus::Fail,
+            &cluster.reference,
+            clusterctl::infrastructure(&gvk, ns, name),
+        );
+    } else {
+        push(
+            "infrastructure-provisioned",
+            CheckStatus::Pass,
+            &cluster.reference,
+            "infrastructure provisioned".into(),
+        );
+        let v1beta1 = cluster.dialect == crate::model::Dialect::V1beta1;
+        if cluster.control_plane_initialized_condition != Some(true) {
+            push(
+                "control-plane-initialized",
+                CheckStatus::Fail,
+                &cluster.reference,
+                clusterctl::control_plane_not_initialized(&gvk, ns, name),
+            );
+        } else if cluster.control_plane_ref.is_some() && !cluster.control_plane_initialized {
+            let message = if v1beta1 {
+                clusterctl::control_plane_not_ready(&gvk, ns, name)
+            } else {
+                clusterctl::control_plane_not_initialized(&gvk, ns, name)
+            };
+            push(
+                "control-plane-initialized",
+                CheckStatus::Fail,
+                &cluster.reference,
+                message,
+            );
+        } else {
+            push(
+                "control-plane-initialized",
+                CheckStatus::Pass,
+                &cluster.reference,
+                "control plane initialized".into(),
+            );
+        }
+    }
+
+    // clusterctl P4, every Machine; plus deletions and node health.
+    let machines: Vec<MachineView> = scope
+        .of(CORE_GROUP, "Machine")
+        .into_iter()
+        .map(MachineView::read)
+        .collect();
+    for machine in &machines {
+        if !machine.has_node {
+            let message = clusterctl::node(
+                &machine.reference.gvk_string(),
+                &machine.reference.namespace,
+                &machine.reference.name,
+            );
+            push(
+                "machine-node",
+                CheckStatus::Fail,
+                &machine.reference,
+                message,
+            );
+        }
+        if machine.deleting {
+            push(
+                "machine-deleting",
+                CheckStatus::Fail,
+                &machine.reference,
+                format!(
+                    "{} is being deleted; a move would recreate it in the target — wait until it is gone",
+                    name_of(&machine.reference)
+                ),
+            );
+        }
+        if machine.has_node {
+            let unhealthy = ["NodeHealthy", "NodeReady"]
+                .iter()
+                .find(|t| machine.condition(t).is_some_and(|c| !c.is_true()));
+            if let Some(condition) = unhealthy {
+                let status = if options.strict {
+                    CheckStatus::Fail
+                } else {
+                    CheckStatus::Warn
+                };
+                push(
+                    "node-health",
+                    status,
+                    &machine.reference,
+                    format!("{} reports {condition}=False", name_of(&machine.reference)),
+                );
+            }
+        }
+    }
+    let with_node = machines.iter().filter(|m| m.has_node).count();
+    if !machines.is_empty() && with_node == machines.len() {
+        push(
+            "machine-node",
+            CheckStatus::Pass,
+            &cluster.reference,
+            format!("all {} Machines have a node", machines.len()),
+        );
+    }
+
+    // Scaling: blocking while the owner can still create or delete Machines, a warning once frozen.
+    let mut frozen = Vec::new();
+    let mut scalers: Vec<&DynamicObject> = Vec::new();
+    if let Some(cp) = scope.control_plane() {
+        scalers.push(cp);
+    }
+    for kind in ["MachineDeployment", "MachineSet", "MachinePool"] {
+        scalers.extend(scope.of(CORE_GROUP, kind));
+    }
+    let mut control_plane = None;
+    let mut workers = (0usize, 0i64);
+    for object in scalers {
+        let Some(kind) = scaler_kind(object) else {
+            continue;
+        };
+        let view = ScalerView::read(object, kind);
+        let uid = object.metadata.uid.clone().unwrap_or_default();
+        let owned =
+            |m: &&MachineView| m.controller.as_ref().is_some_and(|c| c.uid == uid) && !m.deleting;
+        let actual: i64 = match kind {
+            ScalerKind::MachinePool => view.replicas.unwrap_or(0),
+            ScalerKind::MachineDeployment => {
+                let sets: Vec<String> = scope
+                    .of(CORE_GROUP, "MachineSet")
+                    .iter()
+                    .filter(|s| crate::model::controller_of(s).is_some_and(|c| c.uid == uid))
+                    .filter_map(|s| s.metadata.uid.clone())
+                    .collect();
+                machines
+                    .iter()
+                    .filter(|m| {
+                        m.controller.as_ref().is_some_and(|c| sets.contains(&c.uid)) && !m.deleting
+                    })
+                    .count() as i64
+            }
+            _ => machines.iter().filter(owned).count() as i64,
+        };
+        let desired = view.desired.unwrap_or(actual);
+        match kind {
+            ScalerKind::ControlPlane => {
+                control_plane = Some((
+                    machines.iter().filter(owned).filter(|m| m.has_node).count(),
+                    desired,
+                ))
+            }
+            ScalerKind::MachineDeployment | ScalerKind::MachinePool => {
+                workers.1 += desired;
+            }
+            ScalerKind::MachineSet => {}
+        }
+        let state = frozen_state(object, view.paused_condition);
+        if let Some(f) = &state {
+            frozen.push(f.clone());
+        }
+        if view.autoscaled {
+            push(
+                "autoscaler",
+                CheckStatus::Warn,
+                &view.reference,
+                format!(
+                    "{} is managed by an autoscaler; its replicas may change during or after the move",
+                    name_of(&view.reference)
+                ),
+            );
+        }
+        if desired != actual {
+            let direction = if desired > actual { "up" } else { "down" };
+            match &state {
+                Some(_) => push(
+                    "scaling",
+                    CheckStatus::Warn,
+                    &view.reference,
+                    format!(
+                        "{} wants {desired} Machines and has {actual}; it is frozen, so the scale {direction} continues after `kubectl capi resume`, wherever it then lives",
+                        name_of(&view.reference)
+                    ),
+                ),
+                None => push(
+                    "scaling",
+                    CheckStatus::Fail,
+                    &view.reference,
+                    format!(
+                        "{} is scaling {direction} ({actual} of {desired} Machines); freeze its scaling with `kubectl capi pause`",
+                        name_of(&view.reference)
+                    ),
+                ),
+            }
+        }
+    }
+    workers.0 = machines
+        .iter()
+        .filter(|m| !m.control_plane && m.has_node)
+        .count();
+
+    // MachineHealthCheck remediation in progress.
+    for object in scope.of(CORE_GROUP, "MachineHealthCheck") {
+        let mhc = HealthCheckView::read(object);
+        if let Some(f) = frozen_state(object, mhc.paused_condition) {
+            frozen.push(f);
+        }
+        let marked: Vec<&MachineView> = machines
+            .iter()
+            .filter(|m| m.condition("OwnerRemediated").is_some_and(|c| !c.is_true()))
+            .collect();
+        if mhc.unhealthy() > 0 || !marked.is_empty() {
+            let status = if mhc.paused_annotation {
+                CheckStatus::Warn
+            } else {
+                CheckStatus::Fail
+            };
+            push(
+                "remediation",
+                status,
+                &mhc.reference,
+                format!(
+                    "{} holds {} Machine(s) unhealthy and remediation may delete and recreate Machines; wait for it to finish or freeze it with `kubectl capi pause`",
+                    name_of(&mhc.reference),
+                    mhc.unhealthy().max(marked.len() as i64)
+                ),
+            );
+        }
+    }
+
+    // Paused Cluster / ClusterClass: clusterctl ≥ 1.12 refuses to move them.
+    if cluster.is_paused() {
+        push(
+            "cluster-paused",
+            CheckStatus::Fail,
+            &cluster.reference,
+            format!(
+                "{}; unpause it (kubectl capi pause freezes scaling without pausing the Cluster)",
+                clusterctl::paused_clusters(&format!("{ns}/{name}"))
+            ),
+        );
+    }
+    if let Some((class_ns, class_name)) = &cluster.topology_class {
+        let class_ns = class_ns.clone().unwrap_or_else(|| ns.clone());
+        if let Some(class) = snapshot
+            .of_kind(CORE_GROUP, "ClusterClass")
+            .iter()
+            .find(|c| {
+                c.metadata.namespace.as_deref() == Some(class_ns.as_str())
+                    && c.metadata.name.as_deref() == Some(class_name.as_str())
+            })
+        {
+            let view = ClusterClassView::read(class);
+            if view.paused_annotation {
+                push(
+                    "clusterclass-paused",
+                    CheckStatus::Fail,
+                    &view.reference,
+                    clusterctl::paused_cluster_classes(&format!("{class_ns}/{class_name}")),
+                );
+            }
+        }
+    }
+
+    // block-move (information) and dangling owner references.
+    let listed: BTreeSet<(String, String)> = snapshot.kinds().cloned().collect();
+    for object in scope.all_objects() {
+        let reference = ObjectRef::of(object);
+        if let Some(value) = annotation(object, BLOCK_MOVE_ANNOTATION) {
+            let _ = value;
+            push(
+                "block-move",
+                CheckStatus::Info,
+                &reference,
+                format!(
+                    "{} carries {BLOCK_MOVE_ANNOTATION}; its provider removes it once it sees the Cluster paused, which move does and then waits for",
+                    name_of(&reference)
+                ),
+            );
+        }
+        for owner in object.metadata.owner_references.iter().flatten() {
+            let group = owner
+                .api_version
+                .rsplit_once('/')
+                .map(|(g, _)| g)
+                .unwrap_or("")
+                .to_string();
+            if listed.contains(&(group, owner.kind.clone()))
+                && snapshot.by_uid(&owner.uid).is_none()
+            {
+                push(
+                    "dangling-owner",
+                    CheckStatus::Fail,
+                    &reference,
+                    format!(
+                        "{} names a missing owner {} {} (uid {}); clusterctl move fails on it (\"an empty namespace may not be set\") — remove the reference or restore the owner",
+                        name_of(&reference),
+                        owner.kind,
+                        owner.name,
+                        owner.uid
+                    ),
+                );
+            }
+        }
+    }
+
+    checks.sort_by_key(|c| c.status);
+    let ready = !checks.iter().any(|c| c.status == CheckStatus::Fail);
+    ClusterReport {
+        namespace: ns.clone(),
+        name: name.clone(),
+        ready,
+        machines: MachineCount {
+            total: machines.len(),
+            with_node,
+        },
+        frozen,
+        checks,
+        control_plane,
+        workers,
+        paused: cluster.paused,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// Fixtures of one healthy, provisioned cluster in either dialect; tests break one thing each.
+    struct Fixture {
+        v2: bool,
+        objects: Vec<Value>,
+    }
+
+    impl Fixture {
+        fn new(v2: bool) -> Fixture {
+            let version = if v2 { "v1beta2" } else { "v1beta1" };
+            let reference = |group: &str, kind: &str, name: &str| {
+                if v2 {
+                    json!({"apiGroup": group, "kind": kind, "name": name})
+                } else {
+                    json!({"apiVersion": format!("{group}/{version}"), "kind": kind, "name": name, "namespace": "ns"})
+                }
+            };
+            let cluster_status = if v2 {
+                json!({"initialization": {"infrastructureProvisioned": true, "controlPlaneInitialized": true},
+                    "conditions": [{"type": "ControlPlaneInitialized", "status": "True"}]})
+            } else {
+                json!({"infrastructureReady": true, "controlPlaneReady": true,
+                    "conditions": [{"type": "ControlPlaneInitialized", "status": "True", "severity": ""}]})
+            };
+            let mut objects = vec![
+                json!({"apiVersion": format!("cluster.x-k8s.io/{version}"), "kind": "Cluster",
+                    "metadata": {"name": "c1", "namespace": "ns", "uid": "cluster-uid"},
+                    "spec": {"controlPlaneRef": reference("controlplane.cluster.x-k8s.io", "KubeadmControlPlane", "c1-cp"),
+                        "infrastructureRef": reference("infrastructure.cluster.x-k8s.io", "DockerCluster", "c1")},
+                    "status": cluster_status}),
+                json!({"apiVersion": format!("controlplane.cluster.x-k8s.io/{version}"), "kind": "KubeadmControlPlane",
+                    "metadata": {"name": "c1-cp", "namespace": "ns", "uid": "kcp-uid", "labels": {"cluster.x-k8s.io/cluster-name": "c1"}},
+                    "spec": {"replicas": 1}}),
+                json!({"apiVersion": format!("infrastructure.cluster.x-k8s.io/{version}"), "kind": "DockerCluster",
+                    "metadata": {"name": "c1", "namespace": "ns", "uid": "dc-uid", "labels": {"cluster.x-k8s.io/cluster-name": "c1"}}}),
+                json!({"apiVersion": format!("cluster.x-k8s.io/{version}"), "kind": "MachineDeployment",
+                    "metadata": {"name": "md", "namespace": "ns", "uid": "md-uid"}, "spec": {"clusterName": "c1", "replicas": 1}}),
+                json!({"apiVersion": format!("cluster.x-k8s.io/{version}"), "kind": "MachineSet",
+                    "metadata": {"name": "ms", "namespace": "ns", "uid": "ms-uid",
+                        "ownerReferences": [{"apiVersion": format!("cluster.x-k8s.io/{version}"), "kind": "MachineDeployment", "name": "md", "uid": "md-uid", "controller": true}]},
+                    "spec": {"clusterName": "c1", "replicas": 1}}),
+            ];
+            let mut fixture = Fixture {
+                v2,
+                objects: Vec::new(),
+            };
+            objects.push(fixture.machine("cp-1", "KubeadmControlPlane", "c1-cp", "kcp-uid", true));
+            objects.push(fixture.machine("w-1", "MachineSet", "ms", "ms-uid", true));
+            fixture.objects = objects;
+            fixture
+        }
+
+        fn machine(
+            &self,
+            name: &str,
+            owner_kind: &str,
+            owner: &str,
+            owner_uid: &str,
+            node: bool,
+        ) -> Value {
+            let version = if self.v2 { "v1beta2" } else { "v1beta1" };
+            let group = if owner_kind == "KubeadmControlPlane" {
+                "controlplane.cluster.x-k8s.io"
+            } else {
+                "cluster.x-k8s.io"
+            };
+            let mut labels = json!({"cluster.x-k8s.io/cluster-name": "c1"});
+            if owner_kind == "KubeadmControlPlane" {
+                labels["cluster.x-k8s.io/control-plane"] = json!("");
+            }
+            let node_ref = if self.v2 {
+                json!({"name": format!("node-{name}")})
+            } else {
+                json!({"kind": "Node", "name": format!("node-{name}")})
+            };
+            let conditions = json!([{"type": "NodeHealthy", "status": "True"}, {"type": "NodeReady", "status": "True"}]);
+            let status = match (node, self.v2) {
+                (true, true) => json!({"nodeRef": node_ref, "conditions": conditions}),
+                (true, false) => {
+                    json!({"nodeRef": node_ref, "v1beta2": {"conditions": conditions}})
+                }
+                (false, _) => json!({}),
+            };
+            json!({"apiVersion": format!("cluster.x-k8s.io/{version}"), "kind": "Machine",
+                "metadata": {"name": name, "namespace": "ns", "uid": format!("{name}-uid"), "labels": labels,
+                    "ownerReferences": [{"apiVersion": format!("{group}/{version}"), "kind": owner_kind, "name": owner, "uid": owner_uid, "controller": true}]},
+                "spec": {"clusterName": "c1"}, "status": status})
+        }
+
+        fn edit(&mut self, kind: &str, name: &str, f: impl FnOnce(&mut Value)) -> &mut Self {
+            let object = self
+                .objects
+                .iter_mut()
+                .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+                .expect("fixture object");
+            f(object);
+            self
+        }
+
+        fn report(&self, strict: bool) -> ClusterReport {
+            let objects = self
+                .objects
+                .iter()
+                .map(|o| serde_json::from_value::<DynamicObject>(o.clone()).unwrap());
+            let snapshot = Snapshot::from_objects(objects);
+            let report = evaluate(
+                &snapshot,
+                &Options {
+                    clusters: Vec::new(),
+                    strict,
+                },
+            );
+            assert_eq!(report.clusters.len(), 1);
+            report.clusters.into_iter().next().unwrap()
+        }
+    }
+
+    fn failing(report: &ClusterReport) -> Vec<(&'static str, String)> {
+        report
+            .checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::Fail)
+            .map(|c| (c.check, c.message.clone()))
+            .collect()
+    }
+
+    fn both(mut test: impl FnMut(bool)) {
+        test(true);
+        test(false);
+    }
+
+    #[test]
+    fn a_provisioned_cluster_is_ready() {
+        both(|v2| {
+            let report = Fixture::new(v2).report(false);
+            assert!(report.ready, "{:?}", report.checks);
+            assert_eq!(
+                report.machines,
+                MachineCount {
+                    total: 2,
+                    with_node: 2
+                }
+            );
+            assert!(report.checks.iter().all(|c| c.status == CheckStatus::Pass));
+        });
+    }
+
+    #[test]
+    fn infrastructure_not_provisioned_uses_clusterctl_wording_and_short_circuits() {
+        both(|v2| {
+            let mut f = Fixture::new(v2);
+            f.edit("Cluster", "c1", |c| {
+                if v2 {
+                    c["status"]["initialization"]["infrastructureProvisioned"] = json!(false);
+                    c["status"]["conditions"] = json!([]);
+                } else {
+                    c["status"]["infrastructureReady"] = json!(false);
+                    c["status"]["conditions"] = json!([]);
+                }
+            });
+            let version = if v2 { "v1beta2" } else { "v1beta1" };
+            let report = f.report(false);
+            assert_eq!(
+                failing(&report),
+                vec![(
+                    "infrastructure-provisioned",
+                    format!(
+                        "cannot start the move operation while \"cluster.x-k8s.io/{version}, Kind=Cluster\" ns/c1 is still provisioning the infrastructure"
+                    )
+                )]
+            );
+        });
+    }
+
+    #[test]
+    fn control_plane_condition_and_field() {
+        both(|v2| {
+            let version = if v2 { "v1beta2" } else { "v1beta1" };
+            let mut missing = Fixture::new(v2);
+            missing.edit("Cluster", "c1", |c| c["status"]["conditions"] = json!([]));
+            assert_eq!(
+                failing(&missing.report(false)),
+                vec![(
+                    "control-plane-initialized",
+                    format!(
+                        "cannot start the move operation while the control plane for \"cluster.x-k8s.io/{version}, Kind=Cluster\" ns/c1 is not yet initialized"
+                    )
+                )]
+            );
+
+            let mut field = Fixture::new(v2);
+            field.edit("Cluster", "c1", |c| {
+                if v2 {
+                    c["status"]["initialization"]["controlPlaneInitialized"] = json!(false)
+                } else {
+                    c["status"]["controlPlaneReady"] = json!(false)
+                }
+            });
+            let expected = if v2 {
+                "is not yet initialized"
+            } else {
+                "is not yet ready"
+            };
+            let failures = failing(&field.report(false));
+            assert_eq!(failures.len(), 1);
+            assert!(failures[0].1.ends_with(expected), "{failures:?}");
+        });
+    }
+
+    #[test]
+    fn machines_without_node_and_being_deleted_block() {
+        both(|v2| {
+            let mut f = Fixture::new(v2);
+            let machine = f.machine("w-2", "MachineSet", "ms", "ms-uid", false);
+            f.objects.push(machine);
+            f.edit("MachineSet", "ms", |s| s["spec"]["replicas"] = json!(2));
+            f.edit("MachineDeployment", "md", |d| {
+                d["spec"]["replicas"] = json!(2)
+            });
+            f.edit("Machine", "cp-1", |m| {
+                m["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z")
+            });
+            let report = f.report(false);
+            let checks: Vec<&str> = failing(&report).iter().map(|(c, _)| *c).collect();
+            assert!(checks.contains(&"machine-node"));
+            assert!(checks.contains(&"machine-deleting"));
+            assert!(
+                failing(&report).iter().any(
+                    |(_, m)| m.contains("Kind=Machine\" ns/w-2 is still provisioning the node")
+                )
+            );
+            assert_eq!(
+                report.machines,
+                MachineCount {
+                    total: 3,
+                    with_node: 2
+                }
+            );
+        });
+    }
+
+    #[test]
+    fn scaling_blocks_until_frozen_then_warns() {
+        both(|v2| {
+            let mut f = Fixture::new(v2);
+            f.edit("KubeadmControlPlane", "c1-cp", |k| {
+                k["spec"]["replicas"] = json!(3)
+            });
+            let report = f.report(false);
+            let scaling: Vec<String> = failing(&report)
+                .into_iter()
+                .filter(|(c, _)| *c == "scaling")
+                .map(|(_, m)| m)
+                .collect();
+            assert_eq!(
+                scaling,
+                vec![
+                    "KubeadmControlPlane ns/c1-cp is scaling up (1 of 3 Machines); freeze its scaling with `kubectl capi pause`"
+                ]
+            );
+
+            f.edit("KubeadmControlPlane", "c1-cp", |k| {
+                k["metadata"]["annotations"] =
+                    json!({"cluster.x-k8s.io/paused": "", "kubectl-capi.dev/frozen": "{}"});
+                let conditions = json!([{"type": "Paused", "status": "True"}]);
+                if v2 {
+                    k["status"] = json!({"conditions": conditions})
+                } else {
+                    k["status"] = json!({"v1beta2": {"conditions": conditions}})
+                }
+            });
+            let frozen = f.report(false);
+            assert!(frozen.ready, "{:?}", failing(&frozen));
+            assert_eq!(frozen.frozen.len(), 1);
+            assert_eq!(frozen.frozen[0].acknowledged, Some(true));
+            assert!(frozen.frozen[0].by_kubectl_capi);
+            assert!(frozen.checks.iter().any(|c| c.check == "scaling"
+                && c.status == CheckStatus::Warn
+                && c.message.contains("continues after `kubectl capi resume`")));
+        });
+    }
+
+    #[test]
+    fn machine_set_scaling_and_unacknowledged_freeze() {
+        let mut f = Fixture::new(true);
+        f.edit("MachineSet", "ms", |s| {
+            s["spec"]["replicas"] = json!(2);
+            s["metadata"]["annotations"] = json!({"cluster.x-k8s.io/paused": ""});
+        });
+        f.edit("MachineDeployment", "md", |d| {
+            d["spec"]["replicas"] = json!(2)
+        });
+        let report = f.report(false);
+        // The MachineDeployment is not frozen: it can still change its MachineSet.
+        assert_eq!(
+            failing(&report)
+                .iter()
+                .filter(|(c, _)| *c == "scaling")
+                .count(),
+            1
+        );
+        assert_eq!(
+            report.frozen[0].acknowledged, None,
+            "no Paused condition reported"
+        );
+        assert!(!report.frozen[0].by_kubectl_capi);
+    }
+
+    #[test]
+    fn paused_cluster_and_class_are_refused_like_clusterctl() {
+        both(|v2| {
+            let mut f = Fixture::new(v2);
+            f.edit("Cluster", "c1", |c| {
+                c["spec"]["paused"] = json!(true);
+                if v2 {
+                    c["spec"]["topology"] = json!({"classRef": {"name": "cc"}})
+                } else {
+                    c["spec"]["topology"] = json!({"class": "cc"})
+                }
+            });
+            let version = if v2 { "v1beta2" } else { "v1beta1" };
+            f.objects.push(json!({"apiVersion": format!("cluster.x-k8s.io/{version}"), "kind": "ClusterClass",
+                "metadata": {"name": "cc", "namespace": "ns", "uid": "cc-uid", "annotations": {"cluster.x-k8s.io/paused": ""}}}));
+            let failures = failing(&f.report(false));
+            assert!(failures.iter().any(|(c, m)| *c == "cluster-paused"
+                && m.starts_with(
+                    "cannot start operation while the following Clusters are paused: ns/c1"
+                )));
+            assert!(failures.iter().any(|(c, m)| *c == "clusterclass-paused" && m == "cannot start operation while the following ClusterClasses are paused: ns/cc"));
+        });
+    }
+
+    #[test]
+    fn dangling_owners_block_and_block_move_informs() {
+        let mut f = Fixture::new(true);
+        f.edit("Machine", "w-1", |m| {
+            m["metadata"]["ownerReferences"][0]["uid"] = json!("gone-uid")
+        });
+        f.edit("DockerCluster", "c1", |d| {
+            d["metadata"]["annotations"] = json!({"clusterctl.cluster.x-k8s.io/block-move": ""})
+        });
+        let report = f.report(false);
+        let dangling: Vec<String> = failing(&report)
+            .into_iter()
+            .filter(|(c, _)| *c == "dangling-owner")
+            .map(|(_, m)| m)
+            .collect();
+        assert_eq!(dangling.len(), 1);
+        assert!(
+            dangling[0]
+                .contains("Machine ns/w-1 names a missing owner MachineSet ms (uid gone-uid)"),
+            "{dangling:?}"
+        );
+        let info: Vec<&Check> = report
+            .checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::Info)
+            .collect();
+        assert_eq!(info.len(), 1);
+        assert_eq!(info[0].check, "block-move");
+        assert_eq!(info[0].object.kind, "DockerCluster");
+    }
+
+    #[test]
+    fn node_health_warns_unless_strict_and_autoscalers_warn() {
+        both(|v2| {
+            let mut f = Fixture::new(v2);
+            f.edit("Machine", "w-1", |m| {
+                let conditions = json!([{"type": "NodeHealthy", "status": "False"}]);
+                if v2 {
+                    m["status"]["conditions"] = conditions
+                } else {
+                    m["status"]["v1beta2"]["conditions"] = conditions
+                }
+            });
+            f.edit(
+                "MachineDeployment",
+                "md",
+                |d| {
+                    d["metadata"]["annotations"] =
+                        json!({"cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "5"})
+                },
+            );
+            let lenient = f.report(false);
+            assert!(lenient.ready);
+            assert_eq!(lenient.warnings(), 2);
+            assert!(!f.report(true).ready, "--strict blocks on node health");
+        });
+    }
+
+    #[test]
+    fn remediation_in_progress_blocks() {
+        let mut f = Fixture::new(true);
+        f.objects.push(json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineHealthCheck",
+            "metadata": {"name": "mhc", "namespace": "ns", "uid": "mhc-uid"}, "spec": {"clusterName": "c1"},
+            "status": {"expectedMachines": 1, "currentHealthy": 0}}));
+        let report = f.report(false);
+        assert!(failing(&report).iter().any(|(c, m)| *c == "remediation"
+            && m.contains("MachineHealthCheck ns/mhc holds 1 Machine(s) unhealthy")));
+        f.edit("MachineHealthCheck", "mhc", |m| {
+            m["metadata"]["annotations"] = json!({"cluster.x-k8s.io/paused": ""})
+        });
+        assert!(f.report(false).ready, "a frozen health check only warns");
+    }
+
+    #[test]
+    fn selection_by_name_and_overall_verdict() {
+        let f = Fixture::new(true);
+        let objects: Vec<DynamicObject> = f
+            .objects
+            .iter()
+            .map(|o| serde_json::from_value(o.clone()).unwrap())
+            .collect();
+        let snapshot = Snapshot::from_objects(objects);
+        let none = evaluate(
+            &snapshot,
+            &Options {
+                clusters: vec![("ns".into(), "other".into())],
+                strict: false,
+            },
+        );
+        assert!(!none.ready, "no cluster selected is not ready");
+        let one = evaluate(
+            &snapshot,
+            &Options {
+                clusters: vec![("ns".into(), "c1".into())],
+                strict: false,
+            },
+        );
+        assert!(one.ready);
+        assert_eq!(
+            serde_json::to_value(&one).unwrap()["kind"],
+            "ReadinessReport"
+        );
+    }
+}

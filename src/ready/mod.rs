@@ -1,0 +1,7 @@
+//! `kubectl capi ready`: can these clusters be moved now, and if not, exactly what blocks.
+
+pub mod evaluate;
+pub mod render;
+pub mod wait;
+
+pub use evaluate::{Check, CheckStatus, ClusterReport, Options, Report, evaluate};
