@@ -33,14 +33,14 @@ async fn lists_are_paginated_and_indexed() {
         key("cluster.x-k8s.io", "Machine"),
         key("cluster.x-k8s.io", "Cluster"),
     ];
-    let snapshot = Snapshot::fetch(
-        &cluster,
-        &catalog,
-        &ListScope::Namespace("default".into()),
-        &kinds,
-    )
-    .await
-    .unwrap();
+    let fetch = Fetch {
+        scope: ListScope::Namespace("default".into()),
+        kinds: kinds.to_vec(),
+        cluster_selector: None,
+        page_size: PAGE,
+    };
+    let snapshot = Snapshot::fetch_with(&cluster, &catalog, &fetch).await.unwrap();
+
     assert_eq!(snapshot.of_kind("cluster.x-k8s.io", "Machine").len(), count);
     assert_eq!(server.count("list", "machines"), 3, "pages of {PAGE}");
     assert_eq!(server.count("list", "clusters"), 1);
