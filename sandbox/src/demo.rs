@@ -142,6 +142,7 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
     let cache = dir.path().join("cache");
     let steps: Vec<(Vec<String>, bool)> = vec![
         (vec!["capi".into(), "version".into()], false),
+        (vec!["capi".into(), "ready".into(), CLUSTER.into()], false),
         (
             vec![
                 "capi".into(),

@@ -5,7 +5,11 @@ use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use crate::error::{Error, Result};
 use crate::settings::Connection;
 
+/// What the plugin's requests say they are (and the field manager servers derive from it).
+pub const USER_AGENT: &str = concat!("kubectl-capi/v", env!("CARGO_PKG_VERSION"));
+
 /// A connected management cluster.
+
 #[derive(Clone)]
 pub struct Cluster {
     pub client: kube::Client,
@@ -89,6 +93,11 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         })?;
     // Exactly one retry layer, the plugin's own: kube's would retry some statuses itself.
     config.default_retry = false;
+    // Servers derive the field manager from the User-Agent: writes show up as kubectl-capi's.
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(USER_AGENT),
+    ));
     if connection.insecure_skip_tls_verify {
         config.accept_invalid_certs = true;
     }

@@ -24,15 +24,28 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
         text.contains("demo-1: 2/3 machines with a node"),
         "the move meets an in-flight Machine: {text}"
     );
-    assert_eq!(report.steps.len(), 6);
+    assert_eq!(report.steps.len(), 7);
     assert_eq!(
         (report.steps[0].code, report.steps[0].pending),
         (0, false),
         "version runs for real"
     );
+    assert_eq!(report.steps[1].command, "kubectl capi ready demo-1");
+    assert_eq!(report.steps[1].code, 1, "ready refuses during the scale-up");
+    assert!(
+        text.contains(
+            "KubeadmControlPlane default/demo-1-control-plane is scaling up (2 of 3 Machines)"
+        ),
+        "{text}"
+    );
+    assert_eq!(report.steps[4].command, "kubectl capi ready demo-1 --wait");
+    assert_eq!(
+        report.steps[4].code, 0,
+        "ready --wait returns once the in-flight Machines have nodes"
+    );
     // Until their issues land, the other steps are reported as pending, never skipped silently.
     let pending: Vec<&str> = report.pending();
-    assert_eq!(pending.len(), 5, "{pending:?}");
-    assert!(text.contains("# Not moved yet: 5 step(s) pending in the plugin"));
+    assert_eq!(pending.len(), 4, "{pending:?}");
+    assert!(text.contains("# Not moved yet: 4 step(s) pending in the plugin"));
     assert!(!report.moved);
 }

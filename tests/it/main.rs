@@ -6,4 +6,5 @@ mod common;
 mod demo;
 mod kubectl_plugin;
 mod packaging;
+mod ready;
 mod snapshot;

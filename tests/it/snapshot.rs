@@ -39,7 +39,9 @@ async fn lists_are_paginated_and_indexed() {
         cluster_selector: None,
         page_size: PAGE,
     };
-    let snapshot = Snapshot::fetch_with(&cluster, &catalog, &fetch).await.unwrap();
+    let snapshot = Snapshot::fetch_with(&cluster, &catalog, &fetch)
+        .await
+        .unwrap();
 
     assert_eq!(snapshot.of_kind("cluster.x-k8s.io", "Machine").len(), count);
     assert_eq!(server.count("list", "machines"), 3, "pages of {PAGE}");

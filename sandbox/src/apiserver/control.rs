@@ -21,6 +21,8 @@ pub struct RequestRecord {
     pub path: String,
     /// The API version the request addressed (`v1beta2`), empty for non-resource paths.
     pub version: String,
+    /// The client's User-Agent (the sandbox's controllers send `capi-sandbox-controllers/…`).
+    pub agent: String,
 }
 
 impl RequestRecord {

@@ -360,7 +360,14 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Outcome {
         user: String::new(),
         path: path.clone(),
         version: String::new(),
+        agent: parts
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
     };
+
     let outcome = serve(
         &shared,
         &parts.method,
