@@ -434,3 +434,34 @@ async fn kubectl_runs_ready_as_a_plugin_and_passes_the_exit_code() {
         "cluster.cluster.x-k8s.io/alpha\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_interrupts_wait_with_exit_code_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let _env = scaling_environment(dir.path()).await;
+    let child = tokio::process::Command::new(crate::common::PLUGIN)
+        .args(["ready", "--wait", "--timeout", "60s"])
+        .env("KUBECONFIG", dir.path().join("kubeconfig"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .expect("exits promptly")
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("interrupted"));
+}
