@@ -86,10 +86,12 @@ pub enum Command {
     /// Can these clusters be moved now? Which object blocks, and why.
     #[command(after_help = READY_HELP)]
     Ready(ReadyArgs),
-    /// Freeze control-plane and worker scaling while in-flight Machines finish. (Not implemented yet.)
-    Pause(NotYet),
-    /// Undo exactly what `pause` froze. (Not implemented yet.)
-    Resume(NotYet),
+    /// Freeze control-plane and worker scaling while in-flight Machines finish.
+    #[command(after_help = PAUSE_HELP)]
+    Pause(PauseArgs),
+    /// Undo exactly what `pause` froze (in either management cluster).
+    #[command(after_help = RESUME_HELP)]
+    Resume(ResumeArgs),
     /// Move Cluster API objects to another management cluster, clusterctl-compatible. (Not implemented yet.)
     Move(NotYet),
     /// The plugin's version and the management cluster's Cluster API version.
@@ -133,6 +135,61 @@ pub struct ReadyArgs {
     /// Node health problems block instead of warning.
     #[arg(long)]
     pub strict: bool,
+}
+
+pub const PAUSE_HELP: &str =
+    "Puts cluster.x-k8s.io/paused on exactly the objects that create or delete Machines: the
+control plane object, every MachineDeployment and MachineSet, every MachinePool and its
+infrastructure machine pool, and the Cluster's MachineHealthChecks (unless --keep-remediation).
+Machines already being provisioned go on until they have their node. Never touches
+Cluster.spec.paused, Machines, bootstrap configs or infrastructure machines. Each frozen object
+also gets the kubectl-capi.dev/frozen marker (when, by whom, why); objects paused by someone else
+are reported and left as they are.
+
+Exit codes: 0 done, 1 --wait timed out, 2 error.";
+
+pub const RESUME_HELP: &str =
+    "Removes cluster.x-k8s.io/paused and the kubectl-capi.dev/frozen marker from the objects that
+carry the marker — only what `kubectl capi pause` froze. Works against the source after an aborted
+move and against the target after a move (the annotations travel with the objects).
+
+Exit codes: 0 done, 1 --wait timed out, 2 error.";
+
+/// Which Clusters a freeze or its release concerns, and how.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FreezeSelection {
+    /// Cluster names.
+    pub clusters: Vec<String>,
+    /// Every Cluster in the namespace (required when no names, -A or -l are given).
+    #[arg(long)]
+    pub all: bool,
+    /// Wait until every object acknowledges (condition Paused).
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits, e.g. 30s, 10m.
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub timeout: String,
+    /// Show what would change without changing it: client (nothing sent) or server (dryRun=All).
+    #[arg(long, num_args = 0..=1, default_missing_value = "client", require_equals = true, value_name = "client|server")]
+    pub dry_run: Option<String>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub selection: FreezeSelection,
+    /// Why, recorded in the marker annotation.
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Leave MachineHealthChecks running (their remediation may then delete and recreate Machines).
+    #[arg(long)]
+    pub keep_remediation: bool,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub selection: FreezeSelection,
 }
 
 /// A subcommand whose issue has not landed: it takes any arguments and says so.

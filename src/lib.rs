@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod freeze;
 pub mod kube;
 pub mod model;
 pub mod names;
@@ -50,8 +51,29 @@ where
         Command::Completion { shell } => Ok(commands::completion(*shell, &printer)),
         Command::Ready(args) => commands::ready::run(args, &settings, &printer).await,
 
-        Command::Pause(_) => Err(Error::NotImplemented("kubectl capi pause")),
-        Command::Resume(_) => Err(Error::NotImplemented("kubectl capi resume")),
+        Command::Pause(args) => {
+            commands::freeze::run(
+                freeze::apply::Mode::Freeze,
+                &args.selection,
+                args.reason.as_deref(),
+                args.keep_remediation,
+                &settings,
+                &printer,
+            )
+            .await
+        }
+        Command::Resume(args) => {
+            commands::freeze::run(
+                freeze::apply::Mode::Resume,
+                &args.selection,
+                None,
+                false,
+                &settings,
+                &printer,
+            )
+            .await
+        }
+
         Command::Move(_) => Err(Error::NotImplemented("kubectl capi move")),
     };
     match outcome {

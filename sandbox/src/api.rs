@@ -79,3 +79,17 @@ pub async fn merge_patch(
         .await
         .with_context(|| format!("patching {kind} {namespace}/{name}"))
 }
+
+pub async fn delete(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<Value> {
+    let path = format!("{}/{name}", collection(api_version, kind, Some(namespace)));
+    let request = Request::delete(path).body(Vec::new())?;
+    send(client, request)
+        .await
+        .with_context(|| format!("deleting {kind} {namespace}/{name}"))
+}

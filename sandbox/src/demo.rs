@@ -69,6 +69,40 @@ async fn run_kubectl(
         .context("running kubectl (it must be on PATH)")
 }
 
+/// Runs `kubectl` with the plugin first on PATH and records each step.
+struct Kubectl<'a> {
+    plugin_dir: &'a Path,
+    kubeconfig: &'a Path,
+    cache: &'a Path,
+}
+
+impl Kubectl<'_> {
+    async fn step(
+        &self,
+        args: &[&str],
+        out: &mut dyn Write,
+        report: &mut DemoReport,
+    ) -> anyhow::Result<StepOutcome> {
+        writeln!(out, "\n$ kubectl {}", args.join(" "))?;
+        let output = run_kubectl(self.plugin_dir, self.kubeconfig, self.cache, args).await?;
+        out.write_all(&output.stdout)?;
+        out.write_all(&output.stderr)?;
+        let code = output.status.code().unwrap_or(-1);
+        let pending =
+            code == 2 && String::from_utf8_lossy(&output.stderr).contains("is not implemented yet");
+        if pending {
+            writeln!(out, "# pending: this step lands with a later issue")?;
+        }
+        let outcome = StepOutcome {
+            command: format!("kubectl {}", args.join(" ")),
+            code,
+            pending,
+        };
+        report.steps.push(outcome.clone());
+        Ok(outcome)
+    }
+}
+
 pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<DemoReport> {
     let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
@@ -140,75 +174,50 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
 
     let kubeconfig_text = kubeconfig.display().to_string();
     let cache = dir.path().join("cache");
-    let steps: Vec<(Vec<String>, bool)> = vec![
-        (vec!["capi".into(), "version".into()], false),
-        (vec!["capi".into(), "ready".into(), CLUSTER.into()], false),
-        (
-            vec![
-                "capi".into(),
-                "move".into(),
-                CLUSTER.into(),
-                "--to-kubeconfig".into(),
-                kubeconfig_text.clone(),
-                "--to-context".into(),
-                TARGET_CONTEXT.into(),
-            ],
-            false,
-        ),
-        (vec!["capi".into(), "pause".into(), CLUSTER.into()], true),
-        (
-            vec![
-                "capi".into(),
-                "ready".into(),
-                CLUSTER.into(),
-                "--wait".into(),
-            ],
-            false,
-        ),
-        (
-            vec![
-                "capi".into(),
-                "move".into(),
-                CLUSTER.into(),
-                "--to-kubeconfig".into(),
-                kubeconfig_text.clone(),
-                "--to-context".into(),
-                TARGET_CONTEXT.into(),
-            ],
-            false,
-        ),
-        (
-            vec![
-                "capi".into(),
-                "resume".into(),
-                CLUSTER.into(),
-                "--context".into(),
-                TARGET_CONTEXT.into(),
-            ],
-            false,
-        ),
+    let move_args = [
+        "capi",
+        "move",
+        CLUSTER,
+        "--to-kubeconfig",
+        kubeconfig_text.as_str(),
+        "--to-context",
+        TARGET_CONTEXT,
     ];
-    for (args, release_after) in steps {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        writeln!(out, "\n$ kubectl {}", args.join(" "))?;
-        let output = run_kubectl(&plugin_dir, &kubeconfig, &cache, &args).await?;
-        out.write_all(&output.stdout)?;
-        out.write_all(&output.stderr)?;
-        let code = output.status.code().unwrap_or(-1);
-        let pending =
-            code == 2 && String::from_utf8_lossy(&output.stderr).contains("is not implemented yet");
-        if pending {
-            writeln!(out, "# pending: this step lands with a later issue")?;
-        }
-        report.steps.push(StepOutcome {
-            command: format!("kubectl {}", args.join(" ")),
-            code,
-            pending,
-        });
-        if release_after {
-            // Provisioning of the in-flight Machine goes on (a freeze only stops new Machines).
-            env.source.controllers.holds.release_all();
-        }
+    let kubectl = Kubectl {
+        plugin_dir: &plugin_dir,
+        kubeconfig: &kubeconfig,
+        cache: &cache,
+    };
+    kubectl.step(&["capi", "version"], out, &mut report).await?;
+    kubectl
+        .step(&["capi", "ready", CLUSTER], out, &mut report)
+        .await?;
+    kubectl.step(&move_args, out, &mut report).await?;
+    kubectl
+        .step(&["capi", "pause", CLUSTER], out, &mut report)
+        .await?;
+    // Provisioning of the in-flight Machine goes on: a freeze only stops new Machines.
+    env.source.controllers.holds.release_all();
+    kubectl
+        .step(&["capi", "ready", CLUSTER, "--wait"], out, &mut report)
+        .await?;
+    let moved = kubectl.step(&move_args, out, &mut report).await?;
+    if moved.pending {
+        writeln!(
+            out,
+            "# the move is pending, so the freeze is released where the cluster still is"
+        )?;
+        kubectl
+            .step(&["capi", "resume", CLUSTER], out, &mut report)
+            .await?;
+    } else {
+        kubectl
+            .step(
+                &["capi", "resume", CLUSTER, "--context", TARGET_CONTEXT],
+                out,
+                &mut report,
+            )
+            .await?;
     }
 
     let source_left =

@@ -183,3 +183,140 @@ impl std::fmt::Display for Progress {
 pub fn default_kubeconfig() -> PathBuf {
     PathBuf::from("sandbox.kubeconfig")
 }
+
+/// A bare-hands move of one namespace for tests, until `kubectl capi move` exists: pause the
+/// Cluster, copy every object in owner order with owner UIDs rebuilt (status is dropped, as a real
+/// create does), delete from the source leaves first with `delete-for-move` and finalizers
+/// stripped, then unpause the Cluster in the target.
+pub async fn hand_move(
+    source: &ApiServer,
+    target: &ApiServer,
+    dialect: Dialect,
+    namespace: &str,
+    cluster: &str,
+) -> anyhow::Result<()> {
+    use std::collections::HashMap;
+    let version = if dialect == Dialect::V1beta1 {
+        "v1beta1"
+    } else {
+        "v1beta2"
+    };
+    let core = format!("cluster.x-k8s.io/{version}");
+    let source_client = source.client();
+    let target_client = target.client();
+    crate::api::merge_patch(
+        &source_client,
+        &core,
+        "Cluster",
+        namespace,
+        cluster,
+        &serde_json::json!({"spec": {"paused": true}}),
+    )
+    .await?;
+    let mut pending: Vec<Value> = source
+        .dump()
+        .into_iter()
+        .filter(|o| {
+            o["metadata"]["namespace"] == namespace
+                && o["kind"] != "Namespace"
+                && o["kind"] != "Provider"
+        })
+        .collect();
+    if target.object("", "namespaces", "", namespace).is_none() {
+        crate::api::create(&target_client, &serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})).await?;
+    }
+    let mut new_uids: HashMap<String, String> = HashMap::new();
+    let mut order: Vec<Value> = Vec::new();
+    while !pending.is_empty() {
+        let (ready, rest): (Vec<Value>, Vec<Value>) = pending.into_iter().partition(|o| {
+            o["metadata"]["ownerReferences"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|r| r["uid"].as_str().is_some_and(|u| new_uids.contains_key(u)))
+        });
+        if ready.is_empty() {
+            bail!(
+                "objects whose owners are not in the namespace: {}",
+                rest.len()
+            );
+        }
+        for object in ready {
+            let mut copy = object.clone();
+            if let Some(meta) = copy["metadata"].as_object_mut() {
+                for key in [
+                    "uid",
+                    "resourceVersion",
+                    "creationTimestamp",
+                    "managedFields",
+                    "generation",
+                ] {
+                    meta.remove(key);
+                }
+                if let Some(refs) = meta
+                    .get_mut("ownerReferences")
+                    .and_then(|r| r.as_array_mut())
+                {
+                    for r in refs {
+                        let old = r["uid"].as_str().unwrap_or_default().to_string();
+                        r["uid"] = serde_json::json!(new_uids[&old]);
+                    }
+                }
+            }
+            let created = crate::api::create(&target_client, &copy).await?;
+            new_uids.insert(
+                object["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                created["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+            order.push(object);
+        }
+        pending = rest;
+    }
+    // Leaves first, as clusterctl deletes: owners (the Cluster last) outlive their dependents.
+    for object in order.into_iter().rev() {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let annotate = serde_json::json!({"metadata": {"annotations": {"clusterctl.cluster.x-k8s.io/delete-for-move": ""}}});
+        crate::api::merge_patch(
+            &source_client,
+            api_version,
+            kind,
+            namespace,
+            name,
+            &annotate,
+        )
+        .await
+        .ok();
+        crate::api::delete(&source_client, api_version, kind, namespace, name)
+            .await
+            .ok();
+        crate::api::merge_patch(
+            &source_client,
+            api_version,
+            kind,
+            namespace,
+            name,
+            &serde_json::json!({"metadata": {"finalizers": null}}),
+        )
+        .await
+        .ok();
+    }
+    source.collect_garbage();
+    crate::api::merge_patch(
+        &target_client,
+        &core,
+        "Cluster",
+        namespace,
+        cluster,
+        &serde_json::json!({"spec": {"paused": null}}),
+    )
+    .await?;
+    Ok(())
+}

@@ -199,7 +199,7 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
             last_lines = lines;
         };
         let waited = tokio::select! {
-            outcome = wait(&cluster, &catalog, &selection.fetch, &selection.options, timeout, on_change) => Some(outcome?),
+            outcome = wait(printer.verbosity >= 4, &cluster, &catalog, &selection.fetch, &selection.options, timeout, on_change) => Some(outcome?),
             _ = tokio::signal::ctrl_c() => None,
         };
         for bar in &bars {

@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod connect;
+pub mod watch;
 
 pub use catalog::{Catalog, KindInfo};
 pub use connect::{Cluster, connect};

@@ -194,7 +194,7 @@ async fn version_reports_the_management_cluster() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subcommands_not_yet_built_say_so() {
     let sandbox = Sandbox::start(Dialect::V1beta2).await;
-    for command in ["pause", "resume", "move"] {
+    for command in ["move"] {
         let output = sandbox.plugin(&[command]).await;
         assert_one_line_error(
             &output,

@@ -61,6 +61,7 @@ impl Sandbox {
 pub async fn run_plugin(kubeconfig: Option<&Path>, args: &[&str]) -> Output {
     let mut command = tokio::process::Command::new(PLUGIN);
     command
+        .kill_on_drop(true)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -71,10 +72,13 @@ pub async fn run_plugin(kubeconfig: Option<&Path>, args: &[&str]) -> Output {
     }
     // Never let a developer's own cluster config leak in.
     command.env("HOME", std::env::temp_dir().join("kubectl-capi-test-home"));
-    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
-        .await
-        .expect("plugin hung")
-        .unwrap();
+    let output = match tokio::time::timeout(Duration::from_secs(60), command.output()).await {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            panic!("kubectl-capi {args:?} did not finish in 60s");
+        }
+    };
+
     Output {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -4,6 +4,7 @@ mod catalog;
 mod cli;
 mod common;
 mod demo;
+mod freeze;
 mod kubectl_plugin;
 mod packaging;
 mod ready;

@@ -64,6 +64,8 @@ pub struct FaultRule {
     pub verbs: Vec<String>,
     pub resource: Option<String>,
     pub name: Option<String>,
+    /// Only requests whose User-Agent starts with this (e.g. `kubectl-capi`).
+    pub agent: Option<String>,
     pub action: FaultAction,
     /// Apply to at most this many requests (`None`: unlimited).
     pub remaining: Option<u32>,
@@ -77,11 +79,18 @@ impl FaultRule {
             verbs: Vec::new(),
             resource: None,
             name: None,
+            agent: None,
             action,
             remaining: None,
             probability: 1.0,
         }
     }
+    /// Only requests from clients whose User-Agent starts with `prefix`.
+    pub fn agent(mut self, prefix: &str) -> Self {
+        self.agent = Some(prefix.to_string());
+        self
+    }
+
     /// Only these verbs (`create`, `patch`, …); `"write"` means every mutating verb.
     pub fn verbs(mut self, verbs: &[&str]) -> Self {
         for v in verbs {
@@ -112,7 +121,10 @@ impl FaultRule {
         self
     }
 
-    fn matches(&self, verb: &str, resource: &str, name: Option<&str>) -> bool {
+    fn matches(&self, verb: &str, resource: &str, name: Option<&str>, agent: &str) -> bool {
+        if self.agent.as_deref().is_some_and(|a| !agent.starts_with(a)) {
+            return false;
+        }
         (self.verbs.is_empty() || self.verbs.iter().any(|v| v == verb))
             && self.resource.as_deref().is_none_or(|r| r == resource)
             && self.name.as_deref().is_none_or(|n| Some(n) == name)
@@ -139,10 +151,16 @@ impl Faults {
         self.rules.clear();
     }
     /// The actions that apply to this request (consuming their counts).
-    pub fn take(&mut self, verb: &str, resource: &str, name: Option<&str>) -> Vec<FaultAction> {
+    pub fn take(
+        &mut self,
+        verb: &str,
+        resource: &str,
+        name: Option<&str>,
+        agent: &str,
+    ) -> Vec<FaultAction> {
         let mut actions = Vec::new();
         for rule in self.rules.iter_mut() {
-            if !rule.matches(verb, resource, name) {
+            if !rule.matches(verb, resource, name, agent) {
                 continue;
             }
             if rule.probability < 1.0 && !self.rng.random_bool(rule.probability.clamp(0.0, 1.0)) {
@@ -228,10 +246,10 @@ mod tests {
             .verbs(&["create"])
             .times(2),
         );
-        assert_eq!(faults.take("create", "clusters", None).len(), 1);
-        assert_eq!(faults.take("get", "clusters", None).len(), 0);
-        assert_eq!(faults.take("create", "clusters", None).len(), 1);
-        assert_eq!(faults.take("create", "clusters", None).len(), 0);
+        assert_eq!(faults.take("create", "clusters", None, "").len(), 1);
+        assert_eq!(faults.take("get", "clusters", None, "").len(), 0);
+        assert_eq!(faults.take("create", "clusters", None, "").len(), 1);
+        assert_eq!(faults.take("create", "clusters", None, "").len(), 0);
     }
 
     #[test]

@@ -437,11 +437,12 @@ async fn serve(
         return Outcome::Respond(error_response(&forbidden(&user, &target)));
     }
 
-    let actions =
-        shared
-            .faults
-            .lock()
-            .take(target.verb, &target.def.plural, target.name.as_deref());
+    let actions = shared.faults.lock().take(
+        target.verb,
+        &target.def.plural,
+        target.name.as_deref(),
+        &record.agent,
+    );
     let mut drop_after = false;
     for action in actions {
         match action {

@@ -697,8 +697,6 @@ async fn block_move_is_released_after_the_cluster_is_paused() {
     assert_eq!(m.condition(&infra(), "Paused").as_deref(), Some("True"));
 }
 
-/// A bare-hands move of one namespace (the plugin's `move` comes later): pause, copy in owner
-/// order with owner UIDs rebuilt, delete from the source with `delete-for-move`, unpause.
 async fn hand_move(source: &Mgmt, target: &Mgmt, namespace: &str, cluster: &str) {
     source
         .patch(
@@ -710,98 +708,15 @@ async fn hand_move(source: &Mgmt, target: &Mgmt, namespace: &str, cluster: &str)
         )
         .await;
     source.settle().await;
-    let mut pending: Vec<Value> = source
-        .server
-        .dump()
-        .into_iter()
-        .filter(|o| {
-            o["metadata"]["namespace"] == namespace
-                && o["kind"] != "Namespace"
-                && o["kind"] != "Provider"
-        })
-        .collect();
-    let mut new_uids = std::collections::HashMap::new();
-    let mut order: Vec<Value> = Vec::new();
-    while !pending.is_empty() {
-        let (ready, rest): (Vec<Value>, Vec<Value>) = pending.into_iter().partition(|o| {
-            o["metadata"]["ownerReferences"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .all(|r| new_uids.contains_key(r["uid"].as_str().unwrap()))
-        });
-        assert!(!ready.is_empty(), "owner cycle");
-        for object in ready {
-            let mut copy = object.clone();
-            let meta = copy["metadata"].as_object_mut().unwrap();
-            for key in [
-                "uid",
-                "resourceVersion",
-                "creationTimestamp",
-                "managedFields",
-                "generation",
-            ] {
-                meta.remove(key);
-            }
-            if let Some(refs) = meta
-                .get_mut("ownerReferences")
-                .and_then(|r| r.as_array_mut())
-            {
-                for r in refs {
-                    r["uid"] = json!(new_uids[r["uid"].as_str().unwrap()]);
-                }
-            }
-            create(&target.server, copy).await;
-            let name = object["metadata"]["name"].as_str().unwrap();
-            let plural = crds::KINDS
-                .iter()
-                .find(|k| k.kind == object["kind"])
-                .map(|k| (k.group, k.plural))
-                .unwrap_or(("", "secrets"));
-            let created = target
-                .server
-                .object(plural.0, plural.1, namespace, name)
-                .unwrap();
-            new_uids.insert(
-                object["metadata"]["uid"].as_str().unwrap().to_string(),
-                created["metadata"]["uid"].as_str().unwrap().to_string(),
-            );
-            order.push(object);
-        }
-        pending = rest;
-    }
-    // Leaves first, as clusterctl deletes: owners (the Cluster last) outlive their dependents.
-    for object in order.into_iter().rev() {
-        let kind = object["kind"].as_str().unwrap();
-        let name = object["metadata"]["name"].as_str().unwrap();
-        let Some(def) = crds::KINDS.iter().find(|k| k.kind == kind) else {
-            continue;
-        };
-        let path = format!(
-            "/apis/{}/{}/namespaces/{namespace}/{}/{name}",
-            def.group,
-            source.version(),
-            def.plural
-        );
-        for (method, body) in [
-            ("PATCH", json!({"metadata": {"annotations": {"clusterctl.cluster.x-k8s.io/delete-for-move": ""}}}).to_string()),
-            ("DELETE", String::new()),
-            ("PATCH", json!({"metadata": {"finalizers": null}}).to_string()),
-        ] {
-            let request = http::Request::builder().method(method).uri(&path).header("content-type", "application/merge-patch+json").body(body.into_bytes()).unwrap();
-            source.server.client().send(request.map(kube::client::Body::from)).await.unwrap();
-        }
-    }
-    source.server.collect_garbage();
-    target
-        .patch(
-            CORE,
-            "clusters",
-            namespace,
-            cluster,
-            json!({"spec": {"paused": null}}),
-        )
-        .await;
+    capi_sandbox::environment::hand_move(
+        &source.server,
+        &target.server,
+        source.dialect,
+        namespace,
+        cluster,
+    )
+    .await
+    .unwrap();
 }
 
 async fn adoption(dialect: Dialect) {

@@ -1,0 +1,290 @@
+//! `kubectl capi pause` and `kubectl capi resume`.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cli::FreezeSelection;
+use crate::error::{Error, Result};
+use crate::freeze::apply::{self, DryRun, Mode, Outcome, Request};
+use crate::freeze::plan::{Action, state_of};
+use crate::kube::watch::{Waited, until};
+use crate::kube::{Catalog, Cluster, connect};
+use crate::model::{HealthCheckView, ScalerKind, ScalerView};
+use crate::names::CORE_GROUP;
+use crate::output::{ExitStatus, Printer};
+use crate::settings::{OutputFormat, Settings, parse_request_timeout};
+use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
+
+/// The kinds a freeze reads: Clusters, the core scalers, health checks, every control plane
+/// kind and every infrastructure machine pool kind.
+pub fn kinds(catalog: &Catalog) -> Vec<KindKey> {
+    let mut kinds: Vec<KindKey> = [
+        "Cluster",
+        "MachineDeployment",
+        "MachineSet",
+        "MachinePool",
+        "MachineHealthCheck",
+    ]
+    .iter()
+    .filter(|k| catalog.kind(CORE_GROUP, k).is_some())
+    .map(|k| key(CORE_GROUP, k))
+    .collect();
+    for info in catalog.kinds() {
+        let (group, kind) = (info.resource.group.as_str(), info.resource.kind.as_str());
+        let control_plane = group == "controlplane.cluster.x-k8s.io" && !kind.ends_with("Template");
+        let machine_pool =
+            group == "infrastructure.cluster.x-k8s.io" && kind.ends_with("MachinePool");
+        if control_plane || machine_pool {
+            kinds.push(key(group, kind));
+        }
+    }
+    kinds
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Result_ {
+    api_version: &'static str,
+    kind: &'static str,
+    items: Vec<Outcome>,
+}
+
+fn scaler_kind(kind: &str, group: &str) -> Option<ScalerKind> {
+    match (group, kind) {
+        (CORE_GROUP, "MachineDeployment") => Some(ScalerKind::MachineDeployment),
+        (CORE_GROUP, "MachineSet") => Some(ScalerKind::MachineSet),
+        (CORE_GROUP, "MachinePool") | ("infrastructure.cluster.x-k8s.io", _) => {
+            Some(ScalerKind::MachinePool)
+        }
+        ("controlplane.cluster.x-k8s.io", _) => Some(ScalerKind::ControlPlane),
+        _ => None,
+    }
+}
+
+/// Waits until every touched object reports `Paused` as wanted (objects reporting no `Paused`
+/// condition at all are not waited for).
+async fn wait_acknowledged(
+    verbose: bool,
+    cluster: &Cluster,
+    catalog: &Catalog,
+    fetch: &Fetch,
+    outcomes: &mut [Outcome],
+    mode: Mode,
+    timeout: Duration,
+) -> bool {
+    let wanted = mode == Mode::Freeze;
+    let waited = until(verbose, cluster, catalog, fetch, timeout, |snapshot| {
+        let mut all = true;
+        let mut states = Vec::new();
+        for outcome in outcomes.iter() {
+            let object = snapshot
+                .of_kind(outcome.object.group(), &outcome.object.kind)
+                .iter()
+                .find(|o| {
+                    o.metadata.namespace.as_deref() == Some(outcome.object.namespace.as_str())
+                        && o.metadata.name.as_deref() == Some(outcome.object.name.as_str())
+                })
+                .cloned();
+            let condition = object.as_ref().and_then(|o| {
+                match scaler_kind(&outcome.object.kind, outcome.object.group()) {
+                    Some(kind) => ScalerView::read(o, kind).paused_condition,
+                    None => HealthCheckView::read(o).paused_condition,
+                }
+            });
+            let relevant = matches!(
+                outcome.action,
+                Action::Frozen | Action::AlreadyFrozen | Action::Resumed
+            );
+            if relevant && condition.is_some() && condition != Some(wanted) {
+                all = false;
+            }
+            let _ = object.as_ref().map(|o| state_of(o));
+            states.push(condition);
+        }
+        (all, states)
+    })
+    .await;
+    let (done, states) = match waited {
+        Waited::Done(s) => (true, s),
+        Waited::TimedOut(s) => (false, s),
+    };
+    for (outcome, state) in outcomes.iter_mut().zip(states) {
+        outcome.acknowledged = state.map(|s| s == wanted);
+    }
+    done
+}
+
+pub async fn run(
+    mode: Mode,
+    selection: &FreezeSelection,
+    reason: Option<&str>,
+    keep_remediation: bool,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<ExitStatus> {
+    let verb = if mode == Mode::Freeze {
+        "pause"
+    } else {
+        "resume"
+    };
+    if selection.clusters.is_empty()
+        && !selection.all
+        && !settings.scope.all_namespaces
+        && settings.scope.selector.is_none()
+    {
+        return Err(Error::Usage(format!(
+            "name the Clusters to {verb}, or pass --all (every Cluster in the namespace), -A or -l; see 'kubectl capi {verb} --help'"
+        )));
+    }
+    let dry_run = DryRun::parse(selection.dry_run.as_deref())?;
+    let timeout = parse_request_timeout(&selection.timeout)
+        .map_err(|_| {
+            Error::Usage(format!(
+                "invalid --timeout \"{}\": use a duration such as 30s or 10m",
+                selection.timeout
+            ))
+        })?
+        .unwrap_or(Duration::from_secs(600));
+    let cluster = connect(&settings.connection).await?;
+    let catalog = Catalog::discover(&cluster).await?;
+    let scope = if settings.scope.all_namespaces {
+        ListScope::AllNamespaces
+    } else {
+        ListScope::Namespace(cluster.namespace(settings.scope.namespace.as_deref()))
+    };
+    let fetch = Fetch {
+        scope: scope.clone(),
+        kinds: kinds(&catalog),
+        cluster_selector: settings.scope.selector.clone(),
+        page_size: PAGE_SIZE,
+    };
+    let listed = Snapshot::fetch_with(
+        &cluster,
+        &catalog,
+        &Fetch {
+            kinds: vec![key(CORE_GROUP, "Cluster")],
+            ..fetch.clone()
+        },
+    )
+    .await?;
+    let mut clusters: Vec<(String, String)> = Vec::new();
+    for object in listed.of_kind(CORE_GROUP, "Cluster") {
+        let (ns, name) = (
+            object.metadata.namespace.clone().unwrap_or_default(),
+            object.metadata.name.clone().unwrap_or_default(),
+        );
+        if selection.clusters.is_empty() || selection.clusters.contains(&name) {
+            clusters.push((ns, name));
+        }
+    }
+    for name in &selection.clusters {
+        if !clusters.iter().any(|(_, n)| n == name) {
+            return Err(Error::Api {
+                context: "selecting clusters".into(),
+                message: format!("clusters.cluster.x-k8s.io \"{name}\" not found"),
+            });
+        }
+    }
+    if clusters.is_empty() {
+        return Err(Error::Usage(
+            "no Cluster API Clusters matched; pass -n NAMESPACE, -A or other names".into(),
+        ));
+    }
+    let time = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let request = Request {
+        mode,
+        clusters,
+        keep_remediation,
+        dry_run,
+        marker: apply::marker(&cluster.identity, reason, &time),
+    };
+    let mut outcomes = apply::run(&cluster, &catalog, &fetch, &request).await?;
+
+    let mut status = ExitStatus::Success;
+    if selection.wait && dry_run == DryRun::None {
+        for outcome in outcomes.iter().filter(|o| {
+            o.acknowledged.is_none()
+                && matches!(
+                    o.action,
+                    Action::Frozen | Action::AlreadyFrozen | Action::Resumed
+                )
+        }) {
+            printer.warn(&format!(
+                "{} not acknowledged: controller does not report Paused",
+                outcome.object.kubectl_name()
+            ));
+        }
+        if !wait_acknowledged(
+            printer.verbosity >= 4,
+            &cluster,
+            &catalog,
+            &fetch,
+            &mut outcomes,
+            mode,
+            timeout,
+        )
+        .await
+        {
+            printer.warn(&format!(
+                "timed out after {} waiting for the controllers to acknowledge",
+                selection.timeout
+            ));
+            status = ExitStatus::Failure;
+        }
+    }
+
+    match settings.output {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            let kind = if mode == Mode::Freeze {
+                "FreezeResult"
+            } else {
+                "ResumeResult"
+            };
+            printer.data(&printer.structured(&Result_ {
+                api_version: "kubectl-capi/v1",
+                kind,
+                items: outcomes,
+            }));
+        }
+        OutputFormat::Name => {
+            let names: String = outcomes
+                .iter()
+                .filter(|o| o.action.writes())
+                .map(|o| format!("{}\n", o.object.kubectl_name()))
+                .collect();
+            printer.data(&names);
+        }
+        _ => {
+            let lines: String = outcomes
+                .iter()
+                .map(|o| {
+                    format!(
+                        "{} {}{}\n",
+                        o.object.kubectl_name(),
+                        o.action.words(),
+                        dry_run.suffix()
+                    )
+                })
+                .collect();
+            printer.data(&lines);
+            if mode == Mode::Freeze {
+                for outcome in outcomes.iter().filter(|o| o.autoscaled) {
+                    printer.warn(&format!(
+                        "{} is managed by an autoscaler: replica changes it makes while frozen take effect after resume",
+                        outcome.object.kubectl_name()
+                    ));
+                }
+                if outcomes.iter().any(|o| o.action == Action::Frozen) {
+                    printer.info("note: a freeze stops Machine creation and deletion; spec.replicas changes (by users, the topology controller or cluster-autoscaler) take effect after `kubectl capi resume`");
+                }
+            }
+            if !outcomes.iter().any(|o| o.action.writes()) {
+                printer.info(&format!("nothing to {verb}: no object needed a change"));
+            }
+        }
+    }
+    Ok(status)
+}
