@@ -12,6 +12,8 @@ pub mod error;
 pub mod freeze;
 pub mod kube;
 pub mod model;
+pub mod mover;
+
 pub mod names;
 pub mod output;
 pub mod ready;

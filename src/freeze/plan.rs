@@ -184,8 +184,22 @@ pub fn resume_action(target: &Target) -> Action {
     }
 }
 
+/// Deep-merges `patch` into `base` (test fixtures).
+#[cfg(test)]
+pub fn merge_into(base: &mut serde_json::Value, patch: &serde_json::Value) {
+    match (base, patch) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(p)) => {
+            for (k, v) in p {
+                merge_into(b.entry(k.clone()).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (b, p) => *b = p.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
     use super::*;
     use serde_json::json;
 

@@ -1,0 +1,7 @@
+//! `kubectl capi move`: clusterctl's object graph, order and checks, with every check before the
+//! first write. The graph and the plan are pure; the executor is the shell around them.
+
+pub mod graph;
+pub mod plan;
+#[cfg(test)]
+mod scenarios;

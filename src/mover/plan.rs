@@ -1,0 +1,224 @@
+//! The move plan: which nodes move, in which groups (longest path over owners and soft owners:
+//! create ascending, delete descending), which are copied but kept, and which are excluded with
+//! the reason clusterctl would leave unsaid.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::graph::{Graph, Node};
+use crate::model::ObjectRef;
+use crate::names::CORE_GROUP;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Excluded {
+    pub object: ObjectRef,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct MovePlan {
+    pub graph: Graph,
+    /// UIDs per group; group 0 is created first and deleted last.
+    pub groups: Vec<Vec<String>>,
+    /// Moved nodes that stay in the source too (shared with what does not move, or global).
+    pub kept_in_source: BTreeSet<String>,
+    pub excluded: Vec<Excluded>,
+}
+
+fn is_cluster(node: &Node) -> bool {
+    node.reference.kind == "Cluster"
+        && node
+            .reference
+            .api_version
+            .starts_with(&format!("{CORE_GROUP}/"))
+}
+
+/// Plans the move of every Cluster in the graph (`selected` empty) or only the selected ones
+/// (their UIDs).
+pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
+    let all_clusters: BTreeSet<String> = graph
+        .nodes
+        .values()
+        .filter(|n| is_cluster(n) && !n.is_virtual())
+        .map(|n| n.uid.clone())
+        .collect();
+    let selected: BTreeSet<String> = if selected.is_empty() {
+        all_clusters.clone()
+    } else {
+        selected.clone()
+    };
+    let unselected: BTreeSet<String> = all_clusters.difference(&selected).cloned().collect();
+
+    let partial = !unselected.is_empty();
+    let edges = |node: &Node| -> Vec<String> {
+        node.owners
+            .iter()
+            .map(|o| o.uid.clone())
+            .chain(node.soft_owners.iter().cloned())
+            .collect()
+    };
+    // In scope: a whole move takes every node clusterctl would. A move of named Clusters takes
+    // their tenants and forced objects, the owners they need, and those owners' hierarchies (a
+    // ClusterClass's templates, a ClusterResourceSet's resources) — never what belongs to a
+    // Cluster that stays.
+    let mut scope: BTreeSet<String> = graph
+        .nodes
+        .values()
+        .filter(|n| {
+            n.moves()
+                && (!partial
+                    || n.tenants.iter().any(|t| selected.contains(t))
+                    || (n.tenants.is_empty() && n.force_move))
+        })
+        .map(|n| n.uid.clone())
+        .collect();
+    loop {
+        let mut added = Vec::new();
+        for uid in &scope {
+            for owner in edges(&graph.nodes[uid]) {
+                if scope.contains(&owner) || !graph.nodes.get(&owner).is_some_and(Node::moves) {
+                    continue;
+                }
+                added.push(owner.clone());
+                for other in graph.nodes.values() {
+                    if other.moves()
+                        && other.tenants.contains(&owner)
+                        && !other.tenants.iter().any(|t| unselected.contains(t))
+                    {
+                        added.push(other.uid.clone());
+                    }
+                }
+            }
+        }
+        added.retain(|u| !scope.contains(u));
+        if added.is_empty() {
+            break;
+        }
+        scope.extend(added);
+    }
+    // Shared: an ancestor of a moving node outside the scope (or, for named Clusters, a forced
+    // object that belongs to no Cluster) is copied but stays in the source.
+    let mut shared: BTreeSet<String> = BTreeSet::new();
+    let mut queue: Vec<String> = graph
+        .nodes
+        .values()
+        .filter(|n| n.moves() && !scope.contains(&n.uid))
+        .map(|n| n.uid.clone())
+        .collect();
+    while let Some(uid) = queue.pop() {
+        for owner in graph.nodes.get(&uid).map(edges).unwrap_or_default() {
+            if shared.insert(owner.clone()) {
+                queue.push(owner);
+            }
+        }
+    }
+    if partial {
+        shared.extend(
+            graph
+                .nodes
+                .values()
+                .filter(|n| n.tenants.is_empty() && n.force_move)
+                .map(|n| n.uid.clone()),
+        );
+    }
+    // What a shared root holds for everyone (a class's templates, a set's resources) stays too,
+    // unless it belongs to a moving Cluster (its binding of a set, say).
+    let held: Vec<String> = scope
+        .iter()
+        .filter(|uid| {
+            let node = &graph.nodes[*uid];
+            !node.tenants.is_empty()
+                && node.tenants.iter().all(|t| shared.contains(t))
+                && !node.tenants.iter().any(|t| selected.contains(t))
+        })
+        .cloned()
+        .collect();
+    shared.extend(held);
+
+    // Groups by longest path: a node goes once all its owners and soft owners went before.
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut scheduled: BTreeSet<String> = BTreeSet::new();
+    loop {
+        let group: Vec<String> = scope
+            .iter()
+            .filter(|uid| !scheduled.contains(*uid))
+            .filter(|uid| {
+                let node = &graph.nodes[*uid];
+                node.owners
+                    .iter()
+                    .map(|o| &o.uid)
+                    .chain(node.soft_owners.iter())
+                    .all(|o| scheduled.contains(o))
+            })
+            .cloned()
+            .collect();
+        if group.is_empty() {
+            break;
+        }
+        scheduled.extend(group.iter().cloned());
+        groups.push(group);
+    }
+
+    let mut excluded = Vec::new();
+    for node in graph.nodes.values().filter(|n| !n.is_virtual()) {
+        if scope.contains(&node.uid) && scheduled.contains(&node.uid) {
+            continue;
+        }
+        let belongs_elsewhere = node.tenants.iter().any(|t| unselected.contains(t))
+            && !node.tenants.iter().any(|t| selected.contains(t));
+        if belongs_elsewhere {
+            continue;
+        }
+        let reason = if scope.contains(&node.uid) {
+            let missing = node
+                .owners
+                .iter()
+                .map(|o| &o.uid)
+                .chain(node.soft_owners.iter())
+                .find(|o| !scheduled.contains(*o));
+            match missing.and_then(|o| graph.nodes.get(o)) {
+                Some(owner) if owner.is_virtual() => {
+                    format!(
+                        "its owner {} {} (uid {}) does not exist",
+                        owner.reference.kind, owner.reference.name, owner.uid
+                    )
+                }
+                Some(owner) => format!(
+                    "its owner {} {} is not part of the move",
+                    owner.reference.kind, owner.reference.name
+                ),
+                None => "it is part of an ownership cycle".to_string(),
+            }
+        } else {
+            "it is not linked to any Cluster (no owner reference, no clusterctl.cluster.x-k8s.io/move label)".to_string()
+        };
+        excluded.push(Excluded {
+            object: node.reference.clone(),
+            reason,
+        });
+    }
+
+    // Kept in the source: global and should-not-delete objects, and anything shared.
+    let kept_in_source = scheduled
+        .iter()
+        .filter(|uid| !graph.nodes[*uid].deleted_from_source() || shared.contains(*uid))
+        .cloned()
+        .collect();
+    MovePlan {
+        graph,
+        groups,
+        kept_in_source,
+        excluded,
+    }
+}
+
+impl MovePlan {
+    pub fn node(&self, uid: &str) -> &Node {
+        &self.graph.nodes[uid]
+    }
+
+    pub fn moved_count(&self) -> usize {
+        self.groups.iter().map(Vec::len).sum()
+    }
+}
