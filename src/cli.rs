@@ -92,8 +92,9 @@ pub enum Command {
     /// Undo exactly what `pause` froze (in either management cluster).
     #[command(after_help = RESUME_HELP)]
     Resume(ResumeArgs),
-    /// Move Cluster API objects to another management cluster, clusterctl-compatible. (Not implemented yet.)
-    Move(NotYet),
+    /// Move Cluster API objects to another management cluster, clusterctl-compatible.
+    #[command(after_help = MOVE_HELP)]
+    Move(MoveArgs),
     /// The plugin's version and the management cluster's Cluster API version.
     Version(VersionArgs),
     /// Shell completion script for bash, zsh, fish, elvish or powershell.
@@ -192,20 +193,34 @@ pub struct ResumeArgs {
     pub selection: FreezeSelection,
 }
 
-/// A subcommand whose issue has not landed: it takes any arguments and says so.
+pub const MOVE_HELP: &str =
+    "Moves the named Clusters (default: every Cluster in the namespace; -A: all namespaces) and
+what they own, with clusterctl move's object graph, order and checks. Every check runs before the
+first write: clusterctl's preflight and ready's, paused Clusters/ClusterClasses, kinds served by
+the target, the target's provider versions, permissions in both clusters (access reviews), and a
+server-side dry-run create of every object in the target. Objects shared with Clusters that stay
+are copied and kept in the source; objects that cannot move are listed with the reason.
+
+--dry-run (=client) prints the plan; --dry-run=server also runs the whole preflight.
+
+Exit codes: 0 moved (or plan printed), 1 refused by the preflight (nothing written), 2 error.";
 
 #[derive(Debug, Args, Clone, Default)]
-pub struct NotYet {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub args: Vec<String>,
-}
-
-/// Which Clusters a command works on.
-
-#[derive(Debug, Args, Clone, Default)]
-pub struct Selection {
+pub struct MoveArgs {
     /// Cluster names (default: every Cluster in the namespace).
     pub clusters: Vec<String>,
+    /// kubeconfig of the target management cluster (default: the source's, with --to-context).
+    #[arg(long, value_name = "PATH")]
+    pub to_kubeconfig: Option<std::path::PathBuf>,
+    /// Context of the target management cluster.
+    #[arg(long, visible_alias = "to-kubeconfig-context", value_name = "NAME")]
+    pub to_context: Option<String>,
+    /// Print the plan (client), or also run the whole preflight against the target (server).
+    #[arg(long, num_args = 0..=1, default_missing_value = "client", require_equals = true, value_name = "client|server")]
+    pub dry_run: Option<String>,
+    /// How long to wait for providers' block-move annotations to go, e.g. 30s, 10m.
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub timeout: String,
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -44,8 +44,6 @@ pub enum Error {
     Timeout(String),
     #[error("{context}: {message}")]
     Api { context: String, message: String },
-    #[error("{0} is not implemented yet")]
-    NotImplemented(&'static str),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

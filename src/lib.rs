@@ -23,7 +23,6 @@ pub mod snapshot;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
-use crate::error::Error;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{OutputFormat, Settings};
 
@@ -76,7 +75,7 @@ where
             .await
         }
 
-        Command::Move(_) => Err(Error::NotImplemented("kubectl capi move")),
+        Command::Move(args) => commands::mover::run(args, &settings, &printer).await,
     };
     match outcome {
         Ok(status) => status,

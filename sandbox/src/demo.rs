@@ -220,6 +220,12 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
             .await?;
     }
 
+    if !moved.pending && moved.code == 0 {
+        // The target's controllers rebuild status (a move does not carry it) and adopt the machines.
+        let _ = env
+            .wait_provisioned(&env.target, "default", CLUSTER, timeout)
+            .await;
+    }
     let source_left =
         Progress::of(&env.source.server, options.dialect, "default", CLUSTER).machines;
     let target = Progress::of(&env.target.server, options.dialect, "default", CLUSTER);

@@ -1,6 +1,8 @@
 //! One module per subcommand; each returns how it ended.
 
 pub mod freeze;
+pub mod mover;
+
 pub mod ready;
 
 pub mod version;

@@ -192,13 +192,15 @@ async fn version_reports_the_management_cluster() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn subcommands_not_yet_built_say_so() {
+async fn move_needs_a_target_unless_dry_run() {
     let sandbox = Sandbox::start(Dialect::V1beta2).await;
-    for command in ["move"] {
-        let output = sandbox.plugin(&[command]).await;
-        assert_one_line_error(
-            &output,
-            &format!("kubectl capi {command} is not implemented yet"),
-        );
-    }
+    assert_one_line_error(
+        &sandbox.plugin(&["move"]).await,
+        "please specify a target cluster using --to-kubeconfig and/or --to-context",
+    );
+    assert_one_line_error(
+        &sandbox.plugin(&["move", "--dry-run=sometimes"]).await,
+        "invalid --dry-run \"sometimes\"",
+    );
+    assert!(sandbox.server.mutations().is_empty());
 }

@@ -24,7 +24,8 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
         text.contains("demo-1: 2/3 machines with a node"),
         "the move meets an in-flight Machine: {text}"
     );
-    assert_eq!(report.steps.len(), 7);
+    let commands: Vec<&str> = report.steps.iter().map(|s| s.command.as_str()).collect();
+    assert_eq!(commands.len(), 7, "{commands:?}");
     assert_eq!(
         (report.steps[0].code, report.steps[0].pending),
         (0, false),
@@ -38,31 +39,36 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
         ),
         "{text}"
     );
+    assert!(
+        report.steps[2]
+            .command
+            .starts_with("kubectl capi move demo-1")
+    );
+    assert_eq!(
+        report.steps[2].code, 1,
+        "the move is refused by its preflight: {text}"
+    );
+    assert!(
+        text.contains("is still provisioning the node"),
+        "with clusterctl's reason: {text}"
+    );
     assert_eq!(report.steps[3].command, "kubectl capi pause demo-1");
     assert_eq!(report.steps[3].code, 0);
-    assert!(
-        text.contains(
-            "kubeadmcontrolplane.controlplane.cluster.x-k8s.io/demo-1-control-plane frozen"
-        ),
-        "{text}"
-    );
     assert_eq!(report.steps[4].command, "kubectl capi ready demo-1 --wait");
     assert_eq!(
         report.steps[4].code, 0,
         "ready --wait returns once the in-flight Machine has its node: {text}"
     );
-    assert!(
-        text.contains("continues after `kubectl capi resume`"),
-        "the frozen scale-up is a warning: {text}"
-    );
+    assert_eq!(report.steps[5].code, 0, "the move goes through: {text}");
     assert_eq!(
-        report.steps[6].command, "kubectl capi resume demo-1",
-        "resumed in the source while move is pending"
+        report.steps[6].command,
+        "kubectl capi resume demo-1 --context sandbox-target"
     );
     assert_eq!(report.steps[6].code, 0);
-    // Until its issue lands, move is reported as pending, never skipped silently.
-    let pending: Vec<&str> = report.pending();
-    assert_eq!(pending.len(), 2, "{pending:?}");
-    assert!(text.contains("# Not moved yet: 2 step(s) pending in the plugin"));
-    assert!(!report.moved);
+    assert!(report.pending().is_empty());
+    assert!(
+        report.moved,
+        "every cluster ready in the target, none left in the source: {text}"
+    );
+    assert!(text.contains("# Done: demo-1 is ready in sandbox-target"));
 }

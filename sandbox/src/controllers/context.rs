@@ -114,6 +114,29 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Adds `owner` to the object's ownerReferences (as Cluster API's controllers link the
+    /// objects they reconcile to their Cluster, and templates to the Cluster using them).
+    pub fn ensure_owner(&mut self, kind: &str, object: &Value, owner: &Value, controller: bool) {
+        let owner_uid = owner["metadata"]["uid"].as_str().unwrap_or_default();
+        let mut refs = object["metadata"]["ownerReferences"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if refs.iter().any(|r| r["uid"] == owner_uid) || super::world::deleting(object) {
+            return;
+        }
+        let mut reference = super::world::controller_ref(owner);
+        if !controller {
+            reference["controller"] = json!(false);
+        }
+        refs.push(reference);
+        self.writes.push(Write::patch(
+            kind,
+            object,
+            json!({"metadata": {"ownerReferences": refs}}),
+        ));
+    }
+
     pub fn ensure_finalizer(&mut self, kind: &str, object: &Value, finalizer: &str) {
         if !has_finalizer(object, finalizer) && !super::world::deleting(object) {
             let mut list = object["metadata"]["finalizers"]

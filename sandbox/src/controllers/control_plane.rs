@@ -58,6 +58,9 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
         return;
     };
     ctx.ensure_finalizer("KubeadmControlPlane", kcp, KCP_FINALIZER);
+    if let Some(template) = infrastructure_template(ctx, kcp) {
+        ctx.ensure_owner("DockerMachineTemplate", template, cluster, false);
+    }
     let cluster_name = name(cluster).to_string();
     if kcp["metadata"]["labels"].get(CLUSTER_NAME_LABEL).is_none() {
         ctx.patch(

@@ -31,6 +31,7 @@ pub fn reconcile(ctx: &mut Ctx, mhc: &Value) {
     let Some(cluster) = cluster else {
         return;
     };
+    ctx.ensure_owner("MachineHealthCheck", mhc, cluster, false);
     let timeout = mhc["spec"]["checks"]["unhealthyNodeConditions"][0]["timeoutSeconds"]
         .as_u64()
         .map(std::time::Duration::from_secs)

@@ -69,6 +69,8 @@ pub fn reconcile_deployment(ctx: &mut Ctx, md: &Value) {
     let Some(cluster) = cluster else {
         return;
     };
+    ctx.ensure_owner("MachineDeployment", md, cluster, false);
+    own_templates(ctx, &md["spec"]["template"]["spec"], namespace(md), cluster);
     let desired = md["spec"]["replicas"].as_i64().unwrap_or(1);
     let hash = template_hash(&md["spec"]["template"]);
     let sets: Vec<&Value> = world.controlled_by("MachineSet", uid(md)).collect();
@@ -188,6 +190,18 @@ pub fn reconcile_set(ctx: &mut Ctx, set: &Value) {
     let Some(cluster) = cluster else {
         return;
     };
+    if set["metadata"]["ownerReferences"]
+        .as_array()
+        .is_none_or(|r| r.is_empty())
+    {
+        ctx.ensure_owner("MachineSet", set, cluster, false);
+    }
+    own_templates(
+        ctx,
+        &set["spec"]["template"]["spec"],
+        namespace(set),
+        cluster,
+    );
     let machines: Vec<&Value> = world.controlled_by("Machine", uid(set)).collect();
     let active: Vec<&Value> = machines.iter().copied().filter(|m| !deleting(m)).collect();
     let desired = set["spec"]["replicas"].as_i64().unwrap_or(1);
@@ -287,6 +301,21 @@ pub fn reconcile_set(ctx: &mut Ctx, set: &Value) {
     let _ = has_node;
 }
 
+/// The Cluster owns the templates its machine templates reference (CAPI sets this owner).
+fn own_templates(ctx: &mut Ctx, template_spec: &Value, ns: &str, cluster: &Value) {
+    let world = ctx.world;
+    let infra = Shape::read_ref(&template_spec["infrastructureRef"])
+        .and_then(|(_, n)| world.get("DockerMachineTemplate", ns, &n));
+    let bootstrap = Shape::read_ref(&template_spec["bootstrap"]["configRef"])
+        .and_then(|(_, n)| world.get("KubeadmConfigTemplate", ns, &n));
+    if let Some(t) = infra {
+        ctx.ensure_owner("DockerMachineTemplate", t, cluster, false);
+    }
+    if let Some(t) = bootstrap {
+        ctx.ensure_owner("KubeadmConfigTemplate", t, cluster, false);
+    }
+}
+
 fn pool_infrastructure<'w>(ctx: &Ctx<'w>, pool: &Value) -> Option<&'w Value> {
     let (_, infra) = Shape::read_ref(&pool["spec"]["template"]["spec"]["infrastructureRef"])?;
     ctx.world.get("DockerMachinePool", namespace(pool), &infra)
@@ -301,6 +330,14 @@ pub fn reconcile_pool(ctx: &mut Ctx, pool: &Value) {
     let cluster = world.cluster_of(pool);
     if ctx.ensure_paused("MachinePool", pool, cluster) {
         return;
+    }
+    if let Some(cluster) = cluster {
+        ctx.ensure_owner("MachinePool", pool, cluster, false);
+    }
+    let bootstrap = Shape::read_ref(&pool["spec"]["template"]["spec"]["bootstrap"]["configRef"])
+        .and_then(|(_, n)| world.get("KubeadmConfig", namespace(pool), &n));
+    if let Some(config) = bootstrap {
+        ctx.ensure_owner("KubeadmConfig", config, pool, true);
     }
     let Some(infra) = pool_infrastructure(ctx, pool) else {
         return;

@@ -1,0 +1,301 @@
+//! `kubectl capi move`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cli::MoveArgs;
+use crate::error::{Error, Result};
+use crate::freeze::apply::DryRun;
+use crate::kube::{Catalog, connect};
+use crate::model::ObjectRef;
+use crate::mover::discover::{list_objects, move_types};
+use crate::mover::execute::{Destination, Source, preflight, run as execute};
+use crate::mover::graph::Graph;
+use crate::mover::plan::{Excluded, MovePlan, plan};
+use crate::names::CORE_GROUP;
+use crate::output::table::table;
+use crate::output::{ExitStatus, Printer};
+use crate::settings::{OutputFormat, Settings, parse_request_timeout};
+use crate::snapshot::ListScope;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PlanGroup {
+    group: usize,
+    objects: Vec<PlannedObject>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PlannedObject {
+    #[serde(flatten)]
+    object: ObjectRef,
+    kept_in_source: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PlanReport {
+    api_version: &'static str,
+    kind: &'static str,
+    clusters: Vec<ObjectRef>,
+    groups: Vec<PlanGroup>,
+    excluded: Vec<Excluded>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    preflight_failures: Vec<String>,
+}
+
+fn plan_report(plan: &MovePlan, clusters: &[ObjectRef], failures: Vec<String>) -> PlanReport {
+    PlanReport {
+        api_version: "kubectl-capi/v1",
+        kind: "MovePlan",
+        clusters: clusters.to_vec(),
+        groups: plan
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let mut objects: Vec<PlannedObject> = g
+                    .iter()
+                    .map(|uid| PlannedObject {
+                        object: plan.node(uid).reference.clone(),
+                        kept_in_source: plan.kept_in_source.contains(uid),
+                    })
+                    .collect();
+                objects.sort_by(|a, b| a.object.cmp(&b.object));
+                PlanGroup {
+                    group: i + 1,
+                    objects,
+                }
+            })
+            .collect(),
+        excluded: plan.excluded.clone(),
+        preflight_failures: failures,
+    }
+}
+
+fn plan_text(report: &PlanReport, wide: bool) -> String {
+    let total: usize = report.groups.iter().map(|g| g.objects.len()).sum();
+    let mut out = format!(
+        "Move plan: {} Cluster(s), {total} objects in {} groups\n",
+        report.clusters.len(),
+        report.groups.len()
+    );
+    let rows = report
+        .groups
+        .iter()
+        .map(|g| {
+            let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+            for o in &g.objects {
+                *kinds.entry(o.object.kind.as_str()).or_default() += 1;
+            }
+            let kinds = kinds
+                .iter()
+                .map(|(k, n)| {
+                    if *n > 1 {
+                        format!("{k}×{n}")
+                    } else {
+                        k.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            vec![g.group.to_string(), g.objects.len().to_string(), kinds]
+        })
+        .collect();
+    out.push_str(&table(&["GROUP", "OBJECTS", "KINDS"], rows));
+    if wide {
+        for g in &report.groups {
+            for o in &g.objects {
+                let kept = if o.kept_in_source {
+                    " (copied, kept in source)"
+                } else {
+                    ""
+                };
+                out.push_str(&format!(
+                    "  {}  {}{kept}\n",
+                    g.group,
+                    o.object.kubectl_name()
+                ));
+            }
+        }
+    }
+    let kept: Vec<&PlannedObject> = report
+        .groups
+        .iter()
+        .flat_map(|g| &g.objects)
+        .filter(|o| o.kept_in_source)
+        .collect();
+    if !kept.is_empty() {
+        out.push_str(&format!(
+            "Copied, kept in source: {}\n",
+            kept.iter()
+                .map(|o| o.object.kubectl_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for e in &report.excluded {
+        out.push_str(&format!(
+            "Not moved: {} — {}\n",
+            e.object.kubectl_name(),
+            e.reason
+        ));
+    }
+    out
+}
+
+pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
+    let dry_run = DryRun::parse(args.dry_run.as_deref())?;
+    if args.to_kubeconfig.is_none() && args.to_context.is_none() && dry_run != DryRun::Client {
+        return Err(Error::Usage("please specify a target cluster using --to-kubeconfig and/or --to-context (or use --dry-run)".into()));
+    }
+    let timeout = parse_request_timeout(&args.timeout)
+        .map_err(|_| {
+            Error::Usage(format!(
+                "invalid --timeout \"{}\": use a duration such as 30s or 10m",
+                args.timeout
+            ))
+        })?
+        .unwrap_or(Duration::from_secs(600));
+    let source = connect(&settings.connection).await?;
+    Catalog::discover(&source).await?;
+    let (scope, moved_namespace) = if settings.scope.all_namespaces {
+        (ListScope::AllNamespaces, None)
+    } else {
+        let ns = source.namespace(settings.scope.namespace.as_deref());
+        (ListScope::Namespace(ns.clone()), Some(ns))
+    };
+    let types = move_types(&source).await?;
+    let objects = list_objects(&source, &types, &scope).await?;
+    let graph = Graph::build(&objects, moved_namespace.as_deref());
+    let all_clusters: Vec<&crate::mover::graph::Node> = graph
+        .nodes
+        .values()
+        .filter(|n| {
+            !n.is_virtual() && n.reference.kind == "Cluster" && n.reference.group() == CORE_GROUP
+        })
+        .filter(|n| {
+            moved_namespace
+                .as_deref()
+                .is_none_or(|ns| n.reference.namespace == ns)
+        })
+        .collect();
+    let mut selected = BTreeSet::new();
+    for name in &args.clusters {
+        let found: Vec<&&crate::mover::graph::Node> = all_clusters
+            .iter()
+            .filter(|n| &n.reference.name == name)
+            .collect();
+        if found.is_empty() {
+            return Err(Error::Api {
+                context: "selecting clusters".into(),
+                message: format!("clusters.cluster.x-k8s.io \"{name}\" not found"),
+            });
+        }
+        selected.extend(found.iter().map(|n| n.uid.clone()));
+    }
+    let clusters: Vec<ObjectRef> = all_clusters
+        .iter()
+        .filter(|n| selected.is_empty() || selected.contains(&n.uid))
+        .map(|n| n.reference.clone())
+        .collect();
+    if clusters.is_empty() {
+        return Err(Error::Usage(
+            "no Cluster API Clusters to move; pass -n NAMESPACE or -A".into(),
+        ));
+    }
+    let plan = plan(graph, &selected);
+
+    let target = if dry_run == DryRun::Client {
+        None
+    } else {
+        let mut connection = settings.connection.clone();
+        if let Some(path) = &args.to_kubeconfig {
+            connection.kubeconfig = Some(path.clone());
+        }
+        connection.context = args.to_context.clone();
+        connection.cluster = None;
+        connection.user = None;
+        let cluster = connect(&connection).await?;
+        let catalog = Catalog::discover(&cluster).await?;
+        Some(Destination { cluster, catalog })
+    };
+    let failures = if dry_run == DryRun::Client {
+        Vec::new()
+    } else {
+        preflight(&plan, &types, &objects, &source, target.as_ref(), &clusters).await?
+    };
+
+    let structured = matches!(settings.output, OutputFormat::Json | OutputFormat::Yaml);
+    if !failures.is_empty() {
+        if structured {
+            printer.data(&printer.structured(&plan_report(&plan, &clusters, failures.clone())));
+        }
+        eprintln!("error: move refused by its preflight, nothing was written:");
+        for failure in &failures {
+            eprintln!("  {failure}");
+        }
+        return Ok(ExitStatus::Failure);
+    }
+    if dry_run != DryRun::None {
+        let report = plan_report(&plan, &clusters, Vec::new());
+        if structured {
+            printer.data(&printer.structured(&report));
+        } else {
+            printer.data(&plan_text(&report, settings.output == OutputFormat::Wide));
+            if dry_run == DryRun::Server {
+                printer.info("preflight passed: the move can start now");
+            }
+        }
+        return Ok(ExitStatus::Success);
+    }
+    let target = target.expect("connected above");
+    let progress = |step: &str| {
+        if printer.progress() || (!structured && printer.verbosity > 0) {
+            eprintln!("{step}");
+        }
+    };
+    let from = Source {
+        cluster: &source,
+        types: &types,
+        scope: &scope,
+    };
+    let summary = execute(&plan, &from, &target, timeout, clusters.clone(), &progress).await?;
+
+    if structured {
+        printer.data(&printer.structured(&summary));
+    } else {
+        let created: usize = summary.created.values().sum();
+        let mut text = format!(
+            "moved {} Cluster(s): {created} objects created in the target, {} deleted from the source, {} copied and kept in the source ({:.1}s)\n",
+            summary.clusters.len(),
+            summary.deleted,
+            summary.kept_in_source,
+            summary.seconds
+        );
+        for cluster in &summary.clusters {
+            text.push_str(&format!("{} moved\n", cluster.kubectl_name()));
+        }
+        printer.data(&text);
+        for e in &summary.excluded {
+            printer.warn(&format!(
+                "not moved: {} — {}",
+                e.object.kubectl_name(),
+                e.reason
+            ));
+        }
+        if !summary.frozen_in_target.is_empty() {
+            let names: Vec<&str> = summary.clusters.iter().map(|c| c.name.as_str()).collect();
+            printer.info(&format!(
+                "note: {} object(s) frozen by kubectl capi pause stay frozen in the target; run `kubectl capi resume {} --context {}` there",
+                summary.frozen_in_target.len(),
+                names.join(" "),
+                args.to_context.as_deref().unwrap_or("<target>")
+            ));
+        }
+    }
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,197 @@
+//! What clusterctl move reads: CRDs labelled `clusterctl.cluster.x-k8s.io` (at their storage
+//! version) plus Secrets and ConfigMaps, in the moved namespace(s); Secrets in infrastructure
+//! providers' namespaces; ClusterClasses (and their templates) that Clusters use across namespaces.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::{ApiResource, GroupVersionKind};
+
+use super::graph::TypeInfo;
+use crate::error::Result;
+use crate::kube::Cluster;
+use crate::model::{ClusterClassView, ClusterView};
+use crate::names::{CLUSTERCTL_LABEL, CORE_GROUP};
+use crate::snapshot::{ListScope, PAGE_SIZE, with_types};
+
+/// A kind move reads and writes, with the resource to do it at its storage version.
+#[derive(Debug, Clone)]
+pub struct MoveType {
+    pub info: TypeInfo,
+    pub resource: ApiResource,
+    /// Has a status subresource (for `--restore-status`).
+    pub status: bool,
+}
+
+pub async fn move_types(cluster: &Cluster) -> Result<Vec<MoveType>> {
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
+    let list = crds
+        .list(&ListParams::default().labels(CLUSTERCTL_LABEL))
+        .await
+        .map_err(|e| {
+            cluster.api_error(
+                e,
+                "listing CustomResourceDefinitions labelled clusterctl.cluster.x-k8s.io",
+            )
+        })?;
+    let mut types = Vec::new();
+    for crd in list.items {
+        let spec = &crd.spec;
+        let Some(storage) = spec.versions.iter().find(|v| v.storage) else {
+            continue;
+        };
+        let labels: BTreeMap<String, String> = crd.metadata.labels.clone().unwrap_or_default();
+        let namespaced = spec.scope == "Namespaced";
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&spec.group, &storage.name, &spec.names.kind),
+            &spec.names.plural,
+        );
+        types.push(MoveType {
+            info: TypeInfo::from_crd(&spec.group, &spec.names.kind, namespaced, &labels),
+            resource,
+            status: storage
+                .subresources
+                .as_ref()
+                .is_some_and(|s| s.status.is_some()),
+        });
+    }
+    for (kind, plural) in [("Secret", "secrets"), ("ConfigMap", "configmaps")] {
+        types.push(MoveType {
+            info: TypeInfo::core(kind),
+            resource: ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("", "v1", kind),
+                plural,
+            ),
+            status: false,
+        });
+    }
+    types.sort_by(|a, b| (&a.info.group, &a.info.kind).cmp(&(&b.info.group, &b.info.kind)));
+    Ok(types)
+}
+
+async fn list_all(
+    cluster: &Cluster,
+    api: Api<DynamicObject>,
+    resource: &ApiResource,
+) -> Result<Vec<DynamicObject>> {
+    let mut params = ListParams::default().limit(PAGE_SIZE);
+    let mut out = Vec::new();
+    loop {
+        let page = api
+            .list(&params)
+            .await
+            .map_err(|e| cluster.api_error(e, &format!("listing {}", resource.plural)))?;
+        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+        out.extend(page.items.into_iter().map(|o| with_types(o, resource)));
+        match next {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// Every object move considers, with its type.
+pub async fn list_objects(
+    cluster: &Cluster,
+    types: &[MoveType],
+    scope: &ListScope,
+) -> Result<Vec<(Arc<DynamicObject>, TypeInfo)>> {
+    let mut out: Vec<(Arc<DynamicObject>, TypeInfo)> = Vec::new();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut push =
+        |object: DynamicObject, info: &TypeInfo, out: &mut Vec<(Arc<DynamicObject>, TypeInfo)>| {
+            if seen.insert(object.metadata.uid.clone().unwrap_or_default()) {
+                out.push((Arc::new(object), info.clone()));
+            }
+        };
+    for t in types {
+        let api: Api<DynamicObject> = match (scope, t.info.namespaced) {
+            (ListScope::Namespace(ns), true) => {
+                Api::namespaced_with(cluster.client.clone(), ns, &t.resource)
+            }
+            _ => Api::all_with(cluster.client.clone(), &t.resource),
+        };
+        for object in list_all(cluster, api, &t.resource).await? {
+            push(object, &t.info, &mut out);
+        }
+    }
+    // Global identities' credentials live in the infrastructure providers' namespaces.
+    let provider_resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("clusterctl.cluster.x-k8s.io", "v1alpha3", "Provider"),
+        "providers",
+    );
+    let providers: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &provider_resource);
+    let provider_namespaces: BTreeSet<String> = match providers.list(&ListParams::default()).await {
+        Ok(list) => list
+            .items
+            .iter()
+            .filter(|p| p.data["type"] == "InfrastructureProvider")
+            .filter_map(|p| p.metadata.namespace.clone())
+            .collect(),
+        Err(_) => BTreeSet::new(),
+    };
+    if let ListScope::Namespace(moved) = scope {
+        let secret = types
+            .iter()
+            .find(|t| t.info.group.is_empty() && t.info.kind == "Secret")
+            .expect("always added");
+        for namespace in provider_namespaces.iter().filter(|ns| *ns != moved) {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(cluster.client.clone(), namespace, &secret.resource);
+            for object in list_all(cluster, api, &secret.resource).await? {
+                push(object, &secret.info, &mut out);
+            }
+        }
+        // ClusterClasses used across namespaces, and their templates.
+        let classes: Vec<(String, String)> = out
+            .iter()
+            .filter(|(o, i)| {
+                i.group == CORE_GROUP
+                    && i.kind == "Cluster"
+                    && o.metadata.namespace.as_deref() == Some(moved.as_str())
+            })
+            .filter_map(|(o, _)| ClusterView::read(o).topology_class)
+            .filter_map(|(ns, name)| ns.filter(|ns| ns != moved).map(|ns| (ns, name)))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        for (namespace, name) in classes {
+            let Some(cc_type) = types
+                .iter()
+                .find(|t| t.info.group == CORE_GROUP && t.info.kind == "ClusterClass")
+            else {
+                continue;
+            };
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(cluster.client.clone(), &namespace, &cc_type.resource);
+            let Some(class) = api
+                .get_opt(&name)
+                .await
+                .map_err(|e| cluster.api_error(e, "reading a ClusterClass"))?
+            else {
+                continue;
+            };
+            let class = with_types(class, &cc_type.resource);
+            for reference in ClusterClassView::read(&class).template_refs {
+                if let Some(t) = types
+                    .iter()
+                    .find(|t| t.info.group == reference.api_group && t.info.kind == reference.kind)
+                {
+                    let api: Api<DynamicObject> =
+                        Api::namespaced_with(cluster.client.clone(), &namespace, &t.resource);
+                    if let Some(template) = api
+                        .get_opt(&reference.name)
+                        .await
+                        .map_err(|e| cluster.api_error(e, "reading a template"))?
+                    {
+                        push(with_types(template, &t.resource), &t.info, &mut out);
+                    }
+                }
+            }
+            push(class, &cc_type.info, &mut out);
+        }
+    }
+    Ok(out)
+}

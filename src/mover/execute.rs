@@ -1,0 +1,717 @@
+//! The move itself, as idempotent steps over an explicit plan:
+//! preflight → pause → wait for block-move → create groups → delete groups → unpause.
+//! Nothing is written before every check passed (the only exception: namespaces the server-side
+//! dry run needs in the target, removed again when the preflight fails).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::discover::{MoveType, list_objects};
+use super::graph::TypeInfo;
+use super::plan::{Excluded, MovePlan};
+use crate::error::{Error, Result};
+use crate::kube::{Catalog, Cluster};
+use crate::model::ObjectRef;
+use crate::names::{
+    BLOCK_MOVE_ANNOTATION, CORE_GROUP, DELETE_FOR_MOVE_ANNOTATION, PAUSED_ANNOTATION,
+};
+use crate::ready::{CheckStatus, Options, evaluate};
+use crate::snapshot::{ListScope, Snapshot};
+
+pub const FIELD_MANAGER: &str = "kubectl-capi";
+
+/// The destination management cluster.
+pub struct Destination {
+    pub cluster: Cluster,
+    pub catalog: Catalog,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub clusters: Vec<ObjectRef>,
+    /// Objects created in the target, per `Kind.group`.
+    pub created: BTreeMap<String, usize>,
+    pub deleted: usize,
+    pub kept_in_source: usize,
+    pub excluded: Vec<Excluded>,
+    /// Objects frozen by `kubectl capi pause` that stay frozen in the target.
+    pub frozen_in_target: Vec<ObjectRef>,
+    pub seconds: f64,
+}
+
+fn type_of<'a>(types: &'a [MoveType], reference: &ObjectRef) -> Option<&'a MoveType> {
+    types
+        .iter()
+        .find(|t| t.info.group == reference.group() && t.info.kind == reference.kind)
+}
+
+fn api(cluster: &Cluster, resource: &ApiResource, namespace: &str) -> Api<DynamicObject> {
+    if namespace.is_empty() {
+        Api::all_with(cluster.client.clone(), resource)
+    } else {
+        Api::namespaced_with(cluster.client.clone(), namespace, resource)
+    }
+}
+
+fn params(dry_run: bool) -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        dry_run,
+        ..PatchParams::default()
+    }
+}
+
+/// The body to create in the target: server-owned fields cleared, owners rebuilt with the
+/// target's UIDs, managedFields returned separately (a create ignores them; a patch restores them).
+pub fn target_body(
+    plan: &MovePlan,
+    uid: &str,
+    object: &DynamicObject,
+    target_uids: &HashMap<String, String>,
+) -> (Value, Option<Value>) {
+    let mut body = serde_json::to_value(object).expect("object serialises");
+    let meta = body["metadata"].as_object_mut().expect("metadata");
+    let managed = meta.remove("managedFields");
+    for key in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "selfLink",
+    ] {
+        meta.remove(key);
+    }
+    if meta.get("name").is_some() {
+        meta.remove("generateName");
+    }
+    let node = plan.node(uid);
+    let refs: Vec<Value> = node
+        .owners
+        .iter()
+        .filter_map(|edge| {
+            let owner = plan.graph.nodes.get(&edge.uid)?;
+            let mut r = json!({"apiVersion": owner.reference.api_version, "kind": owner.reference.kind, "name": owner.reference.name,
+                "uid": target_uids.get(&edge.uid).cloned().unwrap_or_else(|| edge.uid.clone())});
+            if edge.controller {
+                r["controller"] = json!(true);
+            }
+            if edge.block_owner_deletion {
+                r["blockOwnerDeletion"] = json!(true);
+            }
+            Some(r)
+        })
+        .collect();
+    if refs.is_empty() {
+        meta.remove("ownerReferences");
+    } else {
+        meta.insert("ownerReferences".into(), Value::Array(refs));
+    }
+    (
+        body,
+        managed.filter(|m| m.as_array().is_some_and(|a| !a.is_empty())),
+    )
+}
+
+/// clusterctl's provider check: every source provider in the target at an equal or newer version.
+async fn check_providers(source: &Cluster, target: &Cluster, failures: &mut Vec<String>) {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("clusterctl.cluster.x-k8s.io", "v1alpha3", "Provider"),
+        "providers",
+    );
+    let list = |c: &Cluster| {
+        let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &resource);
+        async move {
+            api.list(&ListParams::default())
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default()
+        }
+    };
+    let (source_providers, target_providers) = (list(source).await, list(target).await);
+    let version = |v: &str| -> Vec<u64> {
+        v.trim_start_matches('v')
+            .split(['.', '-'])
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    };
+    for p in &source_providers {
+        let (name, type_, v) = (
+            p.data["providerName"].as_str().unwrap_or(""),
+            p.data["type"].as_str().unwrap_or(""),
+            p.data["version"].as_str().unwrap_or(""),
+        );
+        let label = p.metadata.name.clone().unwrap_or_default();
+        let matching: Vec<&DynamicObject> = target_providers
+            .iter()
+            .filter(|t| t.data["providerName"] == name && t.data["type"] == type_)
+            .collect();
+        match matching.iter().map(|t| t.data["version"].as_str().unwrap_or("")).max_by_key(|t| version(t)) {
+            None => failures.push(format!("failed to check providers in target cluster: provider {label} not found in the target cluster")),
+            Some(t) if version(t) < version(v) => failures.push(format!(
+                "failed to check providers in target cluster: provider {label} in the target cluster is older than in the source cluster (source: {v}, target: {t})"
+            )),
+            _ => {}
+        }
+    }
+}
+
+async fn access_review(
+    cluster: &Cluster,
+    verb: &str,
+    group: &str,
+    resource: &str,
+    namespace: &str,
+) -> Result<bool> {
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": verb, "group": group, "resource": resource, "namespace": namespace}}});
+    let resource_def = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("authorization.k8s.io", "v1", "SelfSubjectAccessReview"),
+        "selfsubjectaccessreviews",
+    );
+    let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource_def);
+    let object: DynamicObject = serde_json::from_value(review).expect("valid review");
+    let answer = api
+        .create(&PostParams::default(), &object)
+        .await
+        .map_err(|e| cluster.api_error(e, "reviewing permissions"))?;
+    Ok(answer.data["status"]["allowed"] == true)
+}
+
+async fn check_permissions(
+    plan: &MovePlan,
+    types: &[MoveType],
+    source: &Cluster,
+    target: &Cluster,
+    failures: &mut Vec<String>,
+) -> Result<()> {
+    let mut needed: BTreeSet<(bool, &'static str, String, String, String)> = BTreeSet::new();
+    for uid in plan.groups.iter().flatten() {
+        let node = plan.node(uid);
+        let Some(t) = type_of(types, &node.reference) else {
+            continue;
+        };
+        let ns = if t.info.namespaced {
+            node.reference.namespace.clone()
+        } else {
+            String::new()
+        };
+        let (group, resource) = (t.info.group.clone(), t.resource.plural.clone());
+        for verb in ["get", "list"] {
+            needed.insert((true, verb, group.clone(), resource.clone(), ns.clone()));
+        }
+        if !plan.kept_in_source.contains(uid) {
+            for verb in ["patch", "delete"] {
+                needed.insert((true, verb, group.clone(), resource.clone(), ns.clone()));
+            }
+        }
+        for verb in ["create", "get", "patch", "update"] {
+            needed.insert((false, verb, group.clone(), resource.clone(), ns.clone()));
+        }
+        if !ns.is_empty() {
+            needed.insert((
+                false,
+                "create",
+                String::new(),
+                "namespaces".into(),
+                String::new(),
+            ));
+        }
+    }
+    for (in_source, verb, group, resource, ns) in needed {
+        let cluster = if in_source { source } else { target };
+        if !access_review(cluster, verb, &group, &resource, &ns).await? {
+            let qualified = if group.is_empty() {
+                resource.clone()
+            } else {
+                format!("{resource}.{group}")
+            };
+            let place = if ns.is_empty() {
+                String::new()
+            } else {
+                format!(" in namespace {ns}")
+            };
+            let which = if in_source { "source" } else { "target" };
+            failures.push(format!(
+                "missing permission in the {which} cluster: {verb} {qualified}{place}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Ensures a namespace exists in the target; returns whether it was created.
+async fn ensure_namespace(target: &Cluster, namespace: &str) -> Result<bool> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("", "v1", "Namespace"),
+        "namespaces",
+    );
+    let api: Api<DynamicObject> = Api::all_with(target.client.clone(), &resource);
+    if api
+        .get_opt(namespace)
+        .await
+        .map_err(|e| target.api_error(e, "reading namespaces"))?
+        .is_some()
+    {
+        return Ok(false);
+    }
+    let object: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+    )
+    .expect("valid");
+    match api
+        .create(
+            &PostParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..Default::default()
+            },
+            &object,
+        )
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+        Err(e) => Err(target.api_error(e, &format!("creating namespace {namespace}"))),
+    }
+}
+
+/// Every check, before any write. Returns the failures (empty: go).
+pub async fn preflight(
+    plan: &MovePlan,
+    types: &[MoveType],
+    objects: &[(Arc<DynamicObject>, TypeInfo)],
+    source: &Cluster,
+    target: Option<&Destination>,
+    clusters: &[ObjectRef],
+) -> Result<Vec<String>> {
+    let mut failures = Vec::new();
+    // clusterctl's preflight and what ready adds, through the same evaluator.
+    let mut by_kind: BTreeMap<(String, String), Vec<Arc<DynamicObject>>> = BTreeMap::new();
+    for (object, info) in objects {
+        by_kind
+            .entry((info.group.clone(), info.kind.clone()))
+            .or_default()
+            .push(object.clone());
+    }
+    let snapshot = Snapshot::from_stores(by_kind);
+    let options = Options {
+        clusters: clusters
+            .iter()
+            .map(|c| (c.namespace.clone(), c.name.clone()))
+            .collect(),
+        strict: false,
+    };
+    let report = evaluate(&snapshot, &options);
+    for cluster in &report.clusters {
+        for check in cluster
+            .checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::Fail)
+        {
+            failures.push(check.message.clone());
+        }
+    }
+    let Some(target) = target else {
+        return Ok(failures);
+    };
+    // The target must serve every kind to move at the version it is stored in here.
+    let mut missing = BTreeSet::new();
+    for uid in plan.groups.iter().flatten() {
+        let node = plan.node(uid);
+        let Some(t) = type_of(types, &node.reference) else {
+            continue;
+        };
+        if t.info.group.is_empty() {
+            continue;
+        }
+        let served = target
+            .catalog
+            .kind(&t.info.group, &t.info.kind)
+            .is_some_and(|k| k.served_versions.contains(&t.resource.version));
+        if !served && missing.insert((t.info.kind.clone(), t.info.group.clone())) {
+            failures.push(format!(
+                "the target cluster does not serve {}.{} at {}; install its provider there (clusterctl init) first",
+                t.info.kind, t.info.group, t.resource.version
+            ));
+        }
+    }
+    check_providers(source, &target.cluster, &mut failures).await;
+    check_permissions(plan, types, source, &target.cluster, &mut failures).await?;
+    if !failures.is_empty() {
+        return Ok(failures);
+    }
+    // A server-side dry run of every create, so schema and webhook rejections surface now.
+    let mut created_namespaces = Vec::new();
+    for uid in plan.groups.iter().flatten() {
+        let node = plan.node(uid);
+        if !node.reference.namespace.is_empty()
+            && !created_namespaces.contains(&node.reference.namespace)
+            && ensure_namespace(&target.cluster, &node.reference.namespace).await?
+        {
+            created_namespaces.push(node.reference.namespace.clone());
+        }
+    }
+    for uid in plan.groups.iter().flatten() {
+        let node = plan.node(uid);
+        let (Some(t), Some(object)) = (type_of(types, &node.reference), node.object.as_ref())
+        else {
+            continue;
+        };
+        let (body, _) = target_body(plan, uid, object, &HashMap::new());
+        let object: DynamicObject = serde_json::from_value(body).expect("valid body");
+        let result = api(&target.cluster, &t.resource, &node.reference.namespace)
+            .create(
+                &PostParams {
+                    dry_run: true,
+                    field_manager: Some(FIELD_MANAGER.into()),
+                },
+                &object,
+            )
+            .await;
+        match result {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(kube::Error::Api(s)) => failures.push(format!(
+                "the target cluster rejects {}: {}",
+                node.reference.kubectl_name(),
+                s.message
+            )),
+            Err(e) => {
+                return Err(target
+                    .cluster
+                    .api_error(e, "dry-run creating objects in the target"));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("", "v1", "Namespace"),
+            "namespaces",
+        );
+        let api: Api<DynamicObject> = Api::all_with(target.cluster.client.clone(), &resource);
+        for namespace in created_namespaces {
+            let _ = api.delete(&namespace, &DeleteParams::default()).await;
+        }
+    }
+    Ok(failures)
+}
+
+/// Pauses the source Clusters (`spec.paused`) and ClusterClasses (annotation).
+async fn set_paused(
+    cluster: &Cluster,
+    plan: &MovePlan,
+    types: &[MoveType],
+    paused: bool,
+) -> Result<()> {
+    for node in plan.groups.iter().flatten().map(|uid| plan.node(uid)) {
+        let group = node.reference.group();
+        let patch = match (group, node.reference.kind.as_str()) {
+            (CORE_GROUP, "Cluster") => {
+                json!({"spec": {"paused": if paused { json!(true) } else { Value::Null }}})
+            }
+            (CORE_GROUP, "ClusterClass") => {
+                json!({"metadata": {"annotations": {PAUSED_ANNOTATION: if paused { json!("") } else { Value::Null }}}})
+            }
+            _ => continue,
+        };
+        let Some(t) = type_of(types, &node.reference) else {
+            continue;
+        };
+        api(cluster, &t.resource, &node.reference.namespace)
+            .patch(&node.reference.name, &params(false), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| {
+                cluster.api_error(
+                    e,
+                    &format!(
+                        "{} {}",
+                        if paused { "pausing" } else { "unpausing" },
+                        node.reference.kubectl_name()
+                    ),
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// Re-reads the objects (after pausing, so they arrive paused) and waits until none carries
+/// block-move, within one global timeout.
+async fn read_when_unblocked(
+    source: &Cluster,
+    types: &[MoveType],
+    scope: &ListScope,
+    plan: &MovePlan,
+    timeout: Duration,
+) -> Result<HashMap<String, Arc<DynamicObject>>> {
+    let deadline = Instant::now() + timeout;
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let objects = list_objects(source, types, scope).await?;
+        let fresh: HashMap<String, Arc<DynamicObject>> = objects
+            .into_iter()
+            .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
+            .collect();
+        let blocked: Vec<String> = plan
+            .groups
+            .iter()
+            .flatten()
+            .filter_map(|uid| fresh.get(uid))
+            .filter(|o| crate::model::has_annotation(o, BLOCK_MOVE_ANNOTATION))
+            .map(|o| ObjectRef::of(o).kubectl_name())
+            .collect();
+        if blocked.is_empty() {
+            return Ok(fresh);
+        }
+        if Instant::now() > deadline {
+            return Err(Error::Api {
+                context: "waiting for block-move".into(),
+                message: format!(
+                    "resource is not ready to move: {} still carries {BLOCK_MOVE_ANNOTATION}; the source stays paused — unpause its Clusters or run the move again",
+                    blocked.join(", ")
+                ),
+            });
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// Creates one object in the target (AlreadyExists: update, or reuse a global one), restores its
+/// managedFields, and returns its target UID.
+async fn create_one(
+    target: &Cluster,
+    t: &MoveType,
+    node_global: bool,
+    body: Value,
+    managed: Option<Value>,
+    namespace: &str,
+) -> Result<String> {
+    let name = body["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let target_api = api(target, &t.resource, namespace);
+    let object: DynamicObject = serde_json::from_value(body.clone()).expect("valid body");
+    let created = match target_api
+        .create(
+            &PostParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..Default::default()
+            },
+            &object,
+        )
+        .await
+    {
+        Ok(created) => created,
+        Err(kube::Error::Api(s)) if s.code == 409 => {
+            let existing = target_api
+                .get(&name)
+                .await
+                .map_err(|e| target.api_error(e, &format!("reading {name} in the target")))?;
+            if node_global {
+                // A global object already there is kept as is; its UID is what dependents need.
+                return Ok(existing.metadata.uid.clone().unwrap_or_default());
+            }
+            let mut replacement = object.clone();
+            replacement.metadata.uid = existing.metadata.uid.clone();
+            replacement.metadata.resource_version = existing.metadata.resource_version.clone();
+            target_api
+                .replace(
+                    &name,
+                    &PostParams {
+                        field_manager: Some(FIELD_MANAGER.into()),
+                        ..Default::default()
+                    },
+                    &replacement,
+                )
+                .await
+                .map_err(|e| target.api_error(e, &format!("updating {name} in the target")))?
+        }
+        Err(e) => {
+            return Err(
+                target.api_error(e, &format!("creating {} {name} in the target", t.info.kind))
+            );
+        }
+    };
+    if let Some(managed) = managed {
+        target_api
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"metadata": {"managedFields": managed}})),
+            )
+            .await
+            .map_err(|e| target.api_error(e, &format!("restoring managedFields of {name}")))?;
+    }
+    Ok(created.metadata.uid.clone().unwrap_or_default())
+}
+
+/// Deletes one object from the source: mark it `delete-for-move`, DELETE, strip finalizers.
+async fn delete_one(source: &Cluster, t: &MoveType, object: &DynamicObject) -> Result<()> {
+    let reference = ObjectRef::of(object);
+    let source_api = api(source, &t.resource, &reference.namespace);
+    let mark = json!({"metadata": {"annotations": {DELETE_FOR_MOVE_ANNOTATION: ""}}});
+    let not_found = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
+    match source_api
+        .patch(&reference.name, &params(false), &Patch::Merge(&mark))
+        .await
+    {
+        Err(e) if not_found(&e) => return Ok(()),
+        Err(e) => {
+            return Err(
+                source.api_error(e, &format!("marking {} for move", reference.kubectl_name()))
+            );
+        }
+        Ok(_) => {}
+    }
+    match source_api
+        .delete(&reference.name, &DeleteParams::default())
+        .await
+    {
+        Err(e) if not_found(&e) => return Ok(()),
+        Err(e) => {
+            return Err(source.api_error(e, &format!("deleting {}", reference.kubectl_name())));
+        }
+        Ok(_) => {}
+    }
+    if object
+        .metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| !f.is_empty())
+    {
+        match source_api
+            .patch(
+                &reference.name,
+                &params(false),
+                &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+            )
+            .await
+        {
+            Err(e) if !not_found(&e) => {
+                return Err(source.api_error(
+                    e,
+                    &format!("removing finalizers of {}", reference.kubectl_name()),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The source management cluster, and what move reads there.
+pub struct Source<'a> {
+    pub cluster: &'a Cluster,
+    pub types: &'a [MoveType],
+    pub scope: &'a ListScope,
+}
+
+/// Runs the move after a passed preflight.
+pub async fn run(
+    plan: &MovePlan,
+    source: &Source<'_>,
+    target: &Destination,
+    timeout: Duration,
+    clusters: Vec<ObjectRef>,
+    progress: &dyn Fn(&str),
+) -> Result<Summary> {
+    let (types, scope) = (source.types, source.scope);
+    let source = source.cluster;
+    let started = Instant::now();
+    progress("pausing the Clusters in the source");
+    set_paused(source, plan, types, true).await?;
+    let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
+    let mut target_uids: HashMap<String, String> = HashMap::new();
+    let mut created: BTreeMap<String, usize> = BTreeMap::new();
+    let mut namespaces: BTreeSet<String> = BTreeSet::new();
+    let mut frozen_in_target = Vec::new();
+    for (index, group) in plan.groups.iter().enumerate() {
+        progress(&format!(
+            "creating group {} of {} ({} objects)",
+            index + 1,
+            plan.groups.len(),
+            group.len()
+        ));
+        for uid in group {
+            let node = plan.node(uid);
+            let Some(t) = type_of(types, &node.reference) else {
+                continue;
+            };
+            let Some(object) = fresh.get(uid).cloned().or_else(|| node.object.clone()) else {
+                continue;
+            };
+            let namespace = if t.info.namespaced {
+                node.reference.namespace.clone()
+            } else {
+                String::new()
+            };
+            if !namespace.is_empty() && namespaces.insert(namespace.clone()) {
+                ensure_namespace(&target.cluster, &namespace).await?;
+            }
+            let (body, managed) = target_body(plan, uid, &object, &target_uids);
+            if crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION) {
+                frozen_in_target.push(node.reference.clone());
+            }
+            let new_uid = create_one(
+                &target.cluster,
+                t,
+                node.is_global || node.global_hierarchy,
+                body,
+                managed,
+                &namespace,
+            )
+            .await?;
+            target_uids.insert(uid.clone(), new_uid);
+            *created
+                .entry(
+                    format!("{}.{}", t.info.kind, t.info.group)
+                        .trim_end_matches('.')
+                        .to_string(),
+                )
+                .or_default() += 1;
+        }
+    }
+    let mut deleted = 0;
+    for (index, group) in plan.groups.iter().enumerate().rev() {
+        progress(&format!(
+            "deleting group {} of {} from the source",
+            index + 1,
+            plan.groups.len()
+        ));
+        for uid in group.iter().filter(|u| !plan.kept_in_source.contains(*u)) {
+            let node = plan.node(uid);
+            let (Some(t), Some(object)) = (
+                type_of(types, &node.reference),
+                fresh.get(uid).cloned().or_else(|| node.object.clone()),
+            ) else {
+                continue;
+            };
+            delete_one(source, t, &object).await?;
+            deleted += 1;
+        }
+    }
+    progress("unpausing the Clusters in the target");
+    set_paused(&target.cluster, plan, types, false).await?;
+    Ok(Summary {
+        api_version: "kubectl-capi/v1",
+        kind: "MoveSummary",
+        clusters,
+        created,
+        deleted,
+        kept_in_source: plan.kept_in_source.len(),
+        excluded: plan.excluded.clone(),
+        frozen_in_target,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
