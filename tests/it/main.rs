@@ -6,6 +6,7 @@ mod common;
 mod demo;
 mod freeze;
 mod kubectl_plugin;
+mod moving;
 mod packaging;
 mod ready;
 mod snapshot;

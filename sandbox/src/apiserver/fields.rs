@@ -122,17 +122,36 @@ pub fn value_at<'a>(object: &'a Value, path: &[String]) -> Option<&'a Value> {
     Some(current)
 }
 
-/// Fields that differ between two versions of an object, in either direction.
-pub fn changed_fields(old: &Value, new: &Value, scope: Scope) -> FieldSet {
+/// What a write changed: fields it set (added or modified) and fields it removed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Change {
+    pub set: FieldSet,
+    pub removed: FieldSet,
+}
+
+impl Change {
+    /// Every field of a new object counts as set by its creator.
+    pub fn all(fields: FieldSet) -> Change {
+        Change {
+            set: fields,
+            removed: FieldSet::new(),
+        }
+    }
+}
+
+/// Fields that differ between two versions of an object.
+pub fn changed_fields(old: &Value, new: &Value, scope: Scope) -> Change {
     let old_fields = fields_of(old, scope);
     let new_fields = fields_of(new, scope);
-    let mut changed: FieldSet = new_fields
+    let set: FieldSet = new_fields
         .iter()
         .filter(|p| value_at(old, p) != value_at(new, p) || !old_fields.contains(*p))
         .cloned()
         .collect();
-    changed.extend(old_fields.difference(&new_fields).cloned());
-    changed
+    Change {
+        set,
+        removed: old_fields.difference(&new_fields).cloned().collect(),
+    }
 }
 
 /// Renders a field set as `fieldsV1`, with the `.` marker on owned maps as the real server writes it.
@@ -251,8 +270,14 @@ pub struct Writer<'a> {
 
 /// Records an `Update` (create, update, non-apply patch) by `writer`: it takes ownership of what it
 /// changed, and other managers lose those fields.
-pub fn record_update(entries: &mut Vec<Entry>, writer: &Writer, changed: &FieldSet) {
+pub fn record_update(entries: &mut Vec<Entry>, writer: &Writer, change: &Change) {
+    // A removed field is owned by nobody, the writer included.
+    for entry in entries.iter_mut() {
+        entry.fields.retain(|p| !change.removed.contains(p));
+    }
+    let changed = &change.set;
     if changed.is_empty() {
+        entries.retain(|e| !e.fields.is_empty());
         return;
     }
     for entry in entries.iter_mut() {
@@ -281,7 +306,6 @@ pub fn record_update(entries: &mut Vec<Entry>, writer: &Writer, changed: &FieldS
             fields: changed.clone(),
         }),
     }
-    // A field removed by the write is owned by nobody.
     entries.retain(|e| !e.fields.is_empty());
 }
 
@@ -530,6 +554,18 @@ mod tests {
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].fields.len(), 1, "one keeps only spec.b");
         assert_eq!(dotted(entries[1].fields.iter().next().unwrap()), ".spec.a");
+        let v3 = json!({"spec": {"b": 1}});
+        record_update(
+            &mut entries,
+            &second,
+            &changed_fields(&v2, &v3, Scope::Whole),
+        );
+        assert_eq!(
+            entries.len(),
+            1,
+            "removing spec.a leaves \"two\" owning nothing"
+        );
+        assert_eq!(entries[0].manager, "one");
     }
 
     #[test]

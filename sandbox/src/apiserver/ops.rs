@@ -533,13 +533,13 @@ pub fn create(
     fields::record_update(
         &mut entries,
         &ctx.writer(None),
-        &fields::fields_of(&object, scope),
+        &fields::Change::all(fields::fields_of(&object, scope)),
     );
     if keep_status && scope == Scope::NoStatus {
         fields::record_update(
             &mut entries,
             &ctx.writer(Some("status")),
-            &fields::fields_of(&object, Scope::StatusOnly),
+            &fields::Change::all(fields::fields_of(&object, Scope::StatusOnly)),
         );
     }
     fields::write_entries(&mut object, &entries);

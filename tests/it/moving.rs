@@ -1,0 +1,463 @@
+//! `kubectl capi move` between two sandbox management clusters with controllers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use capi_sandbox::controllers::{Delays, Step};
+use capi_sandbox::crds::Dialect;
+use capi_sandbox::environment::{
+    Environment, Managed, Options, Progress, SOURCE_CONTEXT, TARGET_CONTEXT,
+};
+use capi_sandbox::workload::Workload;
+use capi_sandbox::{FaultAction, FaultRule};
+use serde_json::{Value, json};
+
+use crate::common::{Output, run_plugin};
+
+const SETTLE: Duration = Duration::from_secs(30);
+
+struct Pair {
+    env: Environment,
+    kubeconfig: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Pair {
+    async fn start(dialect: Dialect, workloads: &[Workload]) -> Pair {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let env = Environment::start(&Options::new(dialect, Delays::millis(20)), &kubeconfig)
+            .await
+            .unwrap();
+        for w in workloads {
+            env.create_workload(w).await.unwrap();
+        }
+        for w in workloads {
+            env.wait_provisioned(&env.source, &w.namespace, &w.name, SETTLE)
+                .await
+                .unwrap();
+        }
+        env.source.controllers.settle(SETTLE).await.unwrap();
+        Pair {
+            env,
+            kubeconfig,
+            _dir: dir,
+        }
+    }
+
+    async fn plugin(&self, args: &[&str]) -> Output {
+        run_plugin(Some(&self.kubeconfig), args).await
+    }
+
+    async fn move_(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["move", "--to-context", TARGET_CONTEXT];
+        args.extend_from_slice(extra);
+        self.plugin(&args).await
+    }
+
+    /// Writes by the plugin that changed state (dry runs and access reviews do not count).
+    fn plugin_writes(&self, managed: &Managed) -> Vec<capi_sandbox::RequestRecord> {
+        managed
+            .server
+            .mutations()
+            .into_iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .collect()
+    }
+
+    fn objects(&self, managed: &Managed, namespace: &str) -> Vec<Value> {
+        managed
+            .server
+            .dump()
+            .into_iter()
+            .filter(|o| {
+                o["metadata"]["namespace"] == namespace
+                    && !matches!(o["kind"].as_str(), Some("Namespace") | Some("Provider"))
+            })
+            .collect()
+    }
+}
+
+fn workload(name: &str, cp: i64, workers: i64) -> Workload {
+    let mut w = Workload::new("default", name);
+    w.control_plane_replicas = cp;
+    w.workers = workers;
+    w
+}
+
+/// Every owner reference in `namespace` of the target points at an existing object with that UID.
+fn assert_owner_uids_resolve(pair: &Pair, namespace: &str) {
+    let objects = pair.objects(&pair.env.target, namespace);
+    let uids: BTreeMap<String, (String, String)> = pair
+        .env
+        .target
+        .server
+        .dump()
+        .iter()
+        .map(|o| {
+            (
+                o["metadata"]["uid"].as_str().unwrap().to_string(),
+                (
+                    o["kind"].as_str().unwrap().to_string(),
+                    o["metadata"]["name"].as_str().unwrap().to_string(),
+                ),
+            )
+        })
+        .collect();
+    for object in &objects {
+        for owner in object["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let found = uids.get(owner["uid"].as_str().unwrap());
+            assert_eq!(
+                found,
+                Some(&(
+                    owner["kind"].as_str().unwrap().to_string(),
+                    owner["name"].as_str().unwrap().to_string()
+                )),
+                "{} {} has a dangling owner {owner}",
+                object["kind"],
+                object["metadata"]["name"]
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_story_end_to_end() {
+    let pair = Pair::start(Dialect::V1beta2, &[workload("seed", 1, 1)]).await;
+    let source = &pair.env.source;
+    source.controllers.holds.hold(None, Step::Node);
+    capi_sandbox::api::merge_patch(
+        &source.server.client(),
+        "controlplane.cluster.x-k8s.io/v1beta2",
+        "KubeadmControlPlane",
+        "default",
+        "seed-control-plane",
+        &json!({"spec": {"replicas": 3}}),
+    )
+    .await
+    .unwrap();
+    while source.controllers.holds.waiting().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let cloud_before = pair.env.cloud.totals();
+    let before = pair.objects(&pair.env.source, "default").len();
+
+    let refused = pair.move_(&["seed"]).await;
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("move refused by its preflight, nothing was written")
+    );
+    assert!(
+        refused.stderr.contains("is still provisioning the node")
+            && refused.stderr.contains("is scaling up"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        pair.plugin_writes(&pair.env.source).is_empty()
+            && pair.plugin_writes(&pair.env.target).is_empty(),
+        "refused means nothing written"
+    );
+
+    assert_eq!(pair.plugin(&["pause", "seed"]).await.code, 0);
+    source.controllers.holds.release_all();
+    assert_eq!(
+        pair.plugin(&["ready", "seed", "--wait", "--timeout", "30s"])
+            .await
+            .code,
+        0
+    );
+    let moved = pair.move_(&["seed", "-o", "json"]).await;
+    assert_eq!(moved.code, 0, "{}", moved.stderr);
+    let summary: Value = serde_json::from_str(&moved.stdout).unwrap();
+    assert_eq!(summary["kind"], "MoveSummary");
+    assert_eq!(
+        summary["frozenInTarget"].as_array().unwrap().len(),
+        3,
+        "KCP, MachineDeployment, MachineSet stay frozen"
+    );
+
+    assert!(
+        pair.objects(&pair.env.source, "default")
+            .iter()
+            .all(|o| o["kind"] == "ConfigMap"),
+        "nothing left in the source"
+    );
+    let moved_count: usize = summary["created"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .sum();
+    assert!(moved_count >= before - 1, "{moved_count} of {before}");
+    assert_owner_uids_resolve(&pair, "default");
+    let cluster = pair
+        .env
+        .target
+        .server
+        .object("cluster.x-k8s.io", "clusters", "default", "seed")
+        .unwrap();
+    assert!(
+        cluster["spec"].get("paused").is_none(),
+        "unpaused in the target"
+    );
+    assert!(
+        cluster["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["manager"] != "kubectl-capi"),
+        "source managedFields restored"
+    );
+
+    assert_eq!(
+        pair.plugin(&["resume", "seed", "--context", TARGET_CONTEXT])
+            .await
+            .code,
+        0
+    );
+    pair.env
+        .wait_provisioned(&pair.env.target, "default", "seed", SETTLE)
+        .await
+        .unwrap();
+    assert_eq!(
+        Progress::of(&pair.env.target.server, Dialect::V1beta2, "default", "seed").with_node,
+        4,
+        "the scale-up finished in the target"
+    );
+    let (created, deleted) = pair.env.cloud.totals();
+    assert_eq!(
+        (created - cloud_before.0, deleted - cloud_before.1),
+        (1, 0),
+        "only the third control-plane machine was created; nothing was re-provisioned or orphaned"
+    );
+    let ready = pair
+        .plugin(&["ready", "seed", "--context", TARGET_CONTEXT])
+        .await;
+    assert_eq!(ready.code, 0, "{}", ready.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_preflight_failure_is_reported_and_nothing_is_written() {
+    let pair = Pair::start(Dialect::V1beta2, &[workload("alpha", 1, 1)]).await;
+    let target = &pair.env.target.server;
+    // An older infrastructure provider in the target, a missing one, and no right to create Machines there.
+    capi_sandbox::api::merge_patch(
+        &target.client(),
+        "clusterctl.cluster.x-k8s.io/v1alpha3",
+        "Provider",
+        "capd-system",
+        "infrastructure-docker",
+        &json!({"version": "v1.2.0"}),
+    )
+    .await
+    .unwrap();
+    capi_sandbox::api::delete(
+        &target.client(),
+        "clusterctl.cluster.x-k8s.io/v1alpha3",
+        "Provider",
+        "capi-kubeadm-bootstrap-system",
+        "bootstrap-kubeadm",
+    )
+    .await
+    .unwrap();
+    target.deny("create", "machines");
+    pair.env.source.server.deny("delete", "secrets");
+    let out = pair.move_(&[]).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    for expected in [
+        "failed to check providers in target cluster: provider infrastructure-docker in the target cluster is older than in the source cluster (source: v1.14.0, target: v1.2.0)",
+        "failed to check providers in target cluster: provider bootstrap-kubeadm not found in the target cluster",
+        "missing permission in the target cluster: create machines.cluster.x-k8s.io in namespace default",
+        "missing permission in the source cluster: delete secrets in namespace default",
+    ] {
+        assert!(out.stderr.contains(expected), "{expected}\n{}", out.stderr);
+    }
+    assert!(
+        pair.plugin_writes(&pair.env.source).is_empty()
+            && pair.plugin_writes(&pair.env.target).is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_rejections_and_paused_clusters_are_caught_before_any_write() {
+    let pair = Pair::start(Dialect::V1beta2, &[workload("alpha", 1, 0)]).await;
+    pair.env.target.server.inject(
+        FaultRule::new(FaultAction::Fail {
+            code: 422,
+            retry_after: None,
+        })
+        .verbs(&["create"])
+        .resource("kubeadmcontrolplanes")
+        .agent("kubectl-capi"),
+    );
+    let out = pair.move_(&["--dry-run=server"]).await;
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("the target cluster rejects kubeadmcontrolplane.controlplane.cluster.x-k8s.io/alpha-control-plane"), "{}", out.stderr);
+    assert!(
+        pair.env
+            .target
+            .server
+            .requests()
+            .iter()
+            .any(|r| r.verb == "create" && r.dry_run),
+        "the check is a server-side dry run"
+    );
+    assert!(pair.plugin_writes(&pair.env.target).is_empty());
+    pair.env.target.server.clear_faults();
+
+    capi_sandbox::api::merge_patch(
+        &pair.env.source.server.client(),
+        "cluster.x-k8s.io/v1beta2",
+        "Cluster",
+        "default",
+        "alpha",
+        &json!({"spec": {"paused": true}}),
+    )
+    .await
+    .unwrap();
+    let paused = pair.move_(&[]).await;
+    assert_eq!(paused.code, 1);
+    assert!(
+        paused.stderr.contains(
+            "cannot start operation while the following Clusters are paused: default/alpha"
+        ),
+        "{}",
+        paused.stderr
+    );
+    assert!(pair.plugin_writes(&pair.env.source).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_clusters_move_alone_and_a_shared_class_is_copied_but_kept() {
+    let pair = Pair::start(
+        Dialect::V1beta2,
+        &[workload("alpha", 1, 1), workload("beta", 1, 0)],
+    )
+    .await;
+    let client = pair.env.source.server.client();
+    capi_sandbox::api::create(&client, &json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "ClusterClass", "metadata": {"name": "shared", "namespace": "default"},
+        "spec": {"infrastructure": {"templateRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "DockerClusterTemplate", "name": "shared"}}}})).await.unwrap();
+    let class = pair
+        .env
+        .source
+        .server
+        .object("cluster.x-k8s.io", "clusterclasses", "default", "shared")
+        .unwrap();
+    capi_sandbox::api::create(&client, &json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "DockerClusterTemplate",
+        "metadata": {"name": "shared", "namespace": "default", "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "ClusterClass", "name": "shared", "uid": class["metadata"]["uid"]}]},
+        "spec": {"template": {"spec": {}}}})).await.unwrap();
+    for cluster in ["alpha", "beta"] {
+        capi_sandbox::api::merge_patch(
+            &client,
+            "cluster.x-k8s.io/v1beta2",
+            "Cluster",
+            "default",
+            cluster,
+            &json!({"spec": {"topology": {"classRef": {"name": "shared"}}}}),
+        )
+        .await
+        .unwrap();
+    }
+    let plan = pair
+        .plugin(&["move", "alpha", "--dry-run", "-o", "json"])
+        .await;
+    let plan: Value = serde_json::from_str(&plan.stdout).unwrap();
+    let kept: BTreeSet<String> = plan["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["objects"].as_array().unwrap().clone())
+        .filter(|o| o["keptInSource"] == true)
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        BTreeSet::from([
+            "ClusterClass/shared".to_string(),
+            "DockerClusterTemplate/shared".to_string()
+        ])
+    );
+    assert!(
+        pair.plugin_writes(&pair.env.source).is_empty()
+            && pair.plugin_writes(&pair.env.target).is_empty(),
+        "a client dry run writes nothing"
+    );
+
+    let out = pair.move_(&["alpha"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("2 copied and kept in the source"),
+        "{}",
+        out.stdout
+    );
+    let names = |m: &Managed, kind: &str| -> BTreeSet<String> {
+        pair.objects(m, "default")
+            .iter()
+            .filter(|o| o["kind"] == kind)
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(&pair.env.source, "Cluster"),
+        BTreeSet::from(["beta".to_string()])
+    );
+    assert_eq!(
+        names(&pair.env.target, "Cluster"),
+        BTreeSet::from(["alpha".to_string()])
+    );
+    assert!(
+        names(&pair.env.source, "ClusterClass").contains("shared")
+            && names(&pair.env.target, "ClusterClass").contains("shared")
+    );
+    assert!(
+        names(&pair.env.source, "Machine")
+            .iter()
+            .all(|m| m.starts_with("beta")),
+        "beta's Machines stay"
+    );
+    assert_owner_uids_resolve(&pair, "default");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_v1beta1_dialect_moves_too() {
+    let pair = Pair::start(Dialect::V1beta1, &[workload("old", 1, 1)]).await;
+    let cloud_before = pair.env.cloud.totals();
+    let out = pair.move_(&[]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    pair.env
+        .wait_provisioned(&pair.env.target, "default", "old", SETTLE)
+        .await
+        .unwrap();
+    assert_eq!(
+        pair.env.cloud.totals(),
+        cloud_before,
+        "adopted, not re-provisioned"
+    );
+    assert_owner_uids_resolve(&pair, "default");
+    assert!(
+        pair.objects(&pair.env.source, "default")
+            .iter()
+            .all(|o| o["kind"] == "ConfigMap")
+    );
+    assert_eq!(
+        pair.plugin(&["ready", "-A", "--context", TARGET_CONTEXT])
+            .await
+            .code,
+        0
+    );
+    let _ = SOURCE_CONTEXT;
+}
