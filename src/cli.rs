@@ -221,6 +221,12 @@ pub struct MoveArgs {
     /// How long to wait for providers' block-move annotations to go, e.g. 30s, 10m.
     #[arg(long, default_value = "10m", value_name = "DURATION")]
     pub timeout: String,
+    /// Back up instead of moving: write the objects (clusterctl's file names) into DIR.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["to_kubeconfig", "to_context", "from_directory"])]
+    pub to_directory: Option<std::path::PathBuf>,
+    /// Restore a backup from DIR into the cluster of --kubeconfig/--context.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["to_kubeconfig", "to_context"])]
+    pub from_directory: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -147,10 +147,62 @@ fn plan_text(report: &PlanReport, wide: bool) -> String {
     out
 }
 
+/// `--from-directory`: restore a backup into the cluster of the connection flags.
+async fn restore(
+    args: &MoveArgs,
+    directory: &std::path::Path,
+    dry_run: DryRun,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<ExitStatus> {
+    let cluster = connect(&settings.connection).await?;
+    let catalog = Catalog::discover(&cluster).await?;
+    let types = move_types(&cluster).await?;
+    let (_, plan) = crate::mover::directory::read(directory, &types)?;
+    let clusters: Vec<ObjectRef> = plan
+        .graph
+        .nodes
+        .values()
+        .filter(|n| n.reference.kind == "Cluster" && n.reference.group() == CORE_GROUP)
+        .map(|n| n.reference.clone())
+        .collect();
+    if dry_run != DryRun::None {
+        printer.data(&plan_text(
+            &plan_report(&plan, &clusters, Vec::new()),
+            settings.output == OutputFormat::Wide,
+        ));
+        return Ok(ExitStatus::Success);
+    }
+    let target = Destination { cluster, catalog };
+    let progress = |step: &str| {
+        if printer.progress() || printer.verbosity > 0 {
+            eprintln!("{step}");
+        }
+    };
+    let created = crate::mover::execute::restore(&plan, &types, &target, &progress).await?;
+    let _ = args;
+    printer.data(&format!(
+        "restored {} objects of {} Cluster(s) from {}\n",
+        created.uids.len(),
+        clusters.len(),
+        directory.display()
+    ));
+    Ok(ExitStatus::Success)
+}
+
 pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
-    if args.to_kubeconfig.is_none() && args.to_context.is_none() && dry_run != DryRun::Client {
-        return Err(Error::Usage("please specify a target cluster using --to-kubeconfig and/or --to-context (or use --dry-run)".into()));
+    if let Some(directory) = &args.from_directory {
+        return restore(args, directory, dry_run, settings, printer).await;
+    }
+    if args.to_kubeconfig.is_none()
+        && args.to_context.is_none()
+        && args.to_directory.is_none()
+        && dry_run != DryRun::Client
+    {
+        return Err(Error::Usage(
+            "please specify a target cluster using --to-kubeconfig and/or --to-context, or --to-directory (or use --dry-run)".into(),
+        ));
     }
     let timeout = parse_request_timeout(&args.timeout)
         .map_err(|_| {
@@ -209,6 +261,35 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     }
     let plan = plan(graph, &selected);
 
+    if let Some(directory) = &args.to_directory {
+        let failures = preflight(&plan, &types, &objects, &source, None, &clusters).await?;
+        if !failures.is_empty() {
+            eprintln!("error: backup refused by its preflight, nothing was written:");
+            for failure in &failures {
+                eprintln!("  {failure}");
+            }
+            return Ok(ExitStatus::Failure);
+        }
+        if dry_run != DryRun::None {
+            printer.data(&plan_text(
+                &plan_report(&plan, &clusters, Vec::new()),
+                settings.output == OutputFormat::Wide,
+            ));
+            return Ok(ExitStatus::Success);
+        }
+        let from = Source {
+            cluster: &source,
+            types: &types,
+            scope: &scope,
+        };
+        let written = crate::mover::execute::backup(&plan, &from, directory).await?;
+        printer.data(&format!(
+            "wrote {written} objects of {} Cluster(s) to {}\n",
+            clusters.len(),
+            directory.display()
+        ));
+        return Ok(ExitStatus::Success);
+    }
     let target = if dry_run == DryRun::Client {
         None
     } else {

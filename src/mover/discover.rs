@@ -9,7 +9,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
-use super::graph::TypeInfo;
+use super::graph::{TypeInfo, TypedObjects};
 use crate::error::Result;
 use crate::kube::Cluster;
 use crate::model::{ClusterClassView, ClusterView};
@@ -97,7 +97,7 @@ pub async fn list_objects(
     cluster: &Cluster,
     types: &[MoveType],
     scope: &ListScope,
-) -> Result<Vec<(Arc<DynamicObject>, TypeInfo)>> {
+) -> Result<TypedObjects> {
     let mut out: Vec<(Arc<DynamicObject>, TypeInfo)> = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut push =

@@ -491,7 +491,7 @@ async fn read_when_unblocked(
 async fn create_one(
     target: &Cluster,
     t: &MoveType,
-    node_global: bool,
+    keep_existing: bool,
     body: Value,
     managed: Option<Value>,
     namespace: &str,
@@ -518,8 +518,9 @@ async fn create_one(
                 .get(&name)
                 .await
                 .map_err(|e| target.api_error(e, &format!("reading {name} in the target")))?;
-            if node_global {
-                // A global object already there is kept as is; its UID is what dependents need.
+            if keep_existing {
+                // A global object (or a restored one) already there is kept as is; its UID is what
+                // dependents need.
                 return Ok(existing.metadata.uid.clone().unwrap_or_default());
             }
             let mut replacement = object.clone();
@@ -632,56 +633,7 @@ pub async fn run(
     progress("pausing the Clusters in the source");
     set_paused(source, plan, types, true).await?;
     let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
-    let mut target_uids: HashMap<String, String> = HashMap::new();
-    let mut created: BTreeMap<String, usize> = BTreeMap::new();
-    let mut namespaces: BTreeSet<String> = BTreeSet::new();
-    let mut frozen_in_target = Vec::new();
-    for (index, group) in plan.groups.iter().enumerate() {
-        progress(&format!(
-            "creating group {} of {} ({} objects)",
-            index + 1,
-            plan.groups.len(),
-            group.len()
-        ));
-        for uid in group {
-            let node = plan.node(uid);
-            let Some(t) = type_of(types, &node.reference) else {
-                continue;
-            };
-            let Some(object) = fresh.get(uid).cloned().or_else(|| node.object.clone()) else {
-                continue;
-            };
-            let namespace = if t.info.namespaced {
-                node.reference.namespace.clone()
-            } else {
-                String::new()
-            };
-            if !namespace.is_empty() && namespaces.insert(namespace.clone()) {
-                ensure_namespace(&target.cluster, &namespace).await?;
-            }
-            let (body, managed) = target_body(plan, uid, &object, &target_uids);
-            if crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION) {
-                frozen_in_target.push(node.reference.clone());
-            }
-            let new_uid = create_one(
-                &target.cluster,
-                t,
-                node.is_global || node.global_hierarchy,
-                body,
-                managed,
-                &namespace,
-            )
-            .await?;
-            target_uids.insert(uid.clone(), new_uid);
-            *created
-                .entry(
-                    format!("{}.{}", t.info.kind, t.info.group)
-                        .trim_end_matches('.')
-                        .to_string(),
-                )
-                .or_default() += 1;
-        }
-    }
+    let created = create_groups(plan, types, target, &fresh, true, progress).await?;
     let mut deleted = 0;
     for (index, group) in plan.groups.iter().enumerate().rev() {
         progress(&format!(
@@ -707,11 +659,112 @@ pub async fn run(
         api_version: "kubectl-capi/v1",
         kind: "MoveSummary",
         clusters,
-        created,
+        created: created.per_kind,
         deleted,
         kept_in_source: plan.kept_in_source.len(),
         excluded: plan.excluded.clone(),
-        frozen_in_target,
+        frozen_in_target: created.frozen,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// What creating the groups in the target did.
+pub struct Created {
+    pub uids: HashMap<String, String>,
+    pub per_kind: BTreeMap<String, usize>,
+    pub frozen: Vec<ObjectRef>,
+}
+
+/// Creates every group in order. An object already in the target is updated (a move re-run) or,
+/// when restoring a backup (`update_existing` false), kept with its UID reused.
+pub async fn create_groups(
+    plan: &MovePlan,
+    types: &[MoveType],
+    target: &Destination,
+    objects: &HashMap<String, Arc<DynamicObject>>,
+    update_existing: bool,
+    progress: &dyn Fn(&str),
+) -> Result<Created> {
+    let mut created = Created {
+        uids: HashMap::new(),
+        per_kind: BTreeMap::new(),
+        frozen: Vec::new(),
+    };
+    let mut namespaces: BTreeSet<String> = BTreeSet::new();
+    for (index, group) in plan.groups.iter().enumerate() {
+        progress(&format!(
+            "creating group {} of {} ({} objects)",
+            index + 1,
+            plan.groups.len(),
+            group.len()
+        ));
+        for uid in group {
+            let node = plan.node(uid);
+            let Some(t) = type_of(types, &node.reference) else {
+                continue;
+            };
+            let Some(object) = objects.get(uid).cloned().or_else(|| node.object.clone()) else {
+                continue;
+            };
+            let namespace = if t.info.namespaced {
+                node.reference.namespace.clone()
+            } else {
+                String::new()
+            };
+            if !namespace.is_empty() && namespaces.insert(namespace.clone()) {
+                ensure_namespace(&target.cluster, &namespace).await?;
+            }
+            let (body, managed) = target_body(plan, uid, &object, &created.uids);
+            if crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION) {
+                created.frozen.push(node.reference.clone());
+            }
+            let keep_existing = node.is_global || node.global_hierarchy || !update_existing;
+            let new_uid =
+                create_one(&target.cluster, t, keep_existing, body, managed, &namespace).await?;
+            created.uids.insert(uid.clone(), new_uid);
+            *created
+                .per_kind
+                .entry(
+                    format!("{}.{}", t.info.kind, t.info.group)
+                        .trim_end_matches('.')
+                        .to_string(),
+                )
+                .or_default() += 1;
+        }
+    }
+    Ok(created)
+}
+
+/// `--to-directory`: pause the source, write every moved object, unpause the source.
+pub async fn backup(
+    plan: &MovePlan,
+    source: &Source<'_>,
+    directory: &std::path::Path,
+) -> Result<usize> {
+    set_paused(source.cluster, plan, source.types, true).await?;
+    let result = async {
+        let objects = list_objects(source.cluster, source.types, source.scope).await?;
+        let fresh: HashMap<String, Arc<DynamicObject>> = objects
+            .into_iter()
+            .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
+            .collect();
+        super::directory::write(directory, plan, &fresh)
+    }
+    .await;
+    // The source is unpaused whatever happened: a backup must not leave it paused.
+    set_paused(source.cluster, plan, source.types, false).await?;
+    result
+}
+
+/// `--from-directory`: create every object of a backup in the target (existing ones are kept),
+/// then unpause its Clusters and ClusterClasses there.
+pub async fn restore(
+    plan: &MovePlan,
+    types: &[MoveType],
+    target: &Destination,
+    progress: &dyn Fn(&str),
+) -> Result<Created> {
+    let created = create_groups(plan, types, target, &HashMap::new(), false, progress).await?;
+    set_paused(&target.cluster, plan, types, false).await?;
+    Ok(created)
 }

@@ -57,6 +57,9 @@ impl TypeInfo {
     }
 }
 
+/// Listed objects with the type move knows them by.
+pub type TypedObjects = Vec<(Arc<DynamicObject>, TypeInfo)>;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnerEdge {
     pub uid: String,

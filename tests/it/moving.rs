@@ -461,3 +461,99 @@ async fn the_v1beta1_dialect_moves_too() {
     );
     let _ = SOURCE_CONTEXT;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn directory_backup_and_restore_round_trip() {
+    use std::os::unix::fs::PermissionsExt;
+    let pair = Pair::start(Dialect::V1beta2, &[workload("saved", 1, 1)]).await;
+    let backup = pair._dir.path().join("backup");
+    let out = pair
+        .plugin(&["move", "--to-directory", backup.to_str().unwrap()])
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let files: BTreeSet<String> = std::fs::read_dir(&backup)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(files.contains("Cluster_default_saved.yaml"), "{files:?}");
+    assert!(
+        files.contains("Secret_default_saved-kubeconfig.yaml"),
+        "{files:?}"
+    );
+    assert_eq!(
+        std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    for file in &files {
+        assert_eq!(
+            std::fs::metadata(backup.join(file))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600,
+            "{file} holds credentials"
+        );
+    }
+    let saved: Value = serde_json::from_str(
+        &std::fs::read_to_string(backup.join("Cluster_default_saved.yaml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        saved["spec"]["paused"], true,
+        "captured while paused, as clusterctl does"
+    );
+    let source_cluster = pair
+        .env
+        .source
+        .server
+        .object("cluster.x-k8s.io", "clusters", "default", "saved")
+        .unwrap();
+    assert!(
+        source_cluster["spec"].get("paused").is_none(),
+        "the source is unpaused after the backup"
+    );
+
+    let restored = pair
+        .plugin(&[
+            "move",
+            "--from-directory",
+            backup.to_str().unwrap(),
+            "--context",
+            TARGET_CONTEXT,
+        ])
+        .await;
+    assert_eq!(restored.code, 0, "{}", restored.stderr);
+    assert!(
+        restored
+            .stdout
+            .starts_with(&format!("restored {} objects of 1 Cluster(s)", files.len())),
+        "{}",
+        restored.stdout
+    );
+    assert_owner_uids_resolve(&pair, "default");
+    let target_cluster = pair
+        .env
+        .target
+        .server
+        .object("cluster.x-k8s.io", "clusters", "default", "saved")
+        .unwrap();
+    assert!(
+        target_cluster["spec"].get("paused").is_none(),
+        "unpaused on restore"
+    );
+    let again = pair
+        .plugin(&[
+            "move",
+            "--from-directory",
+            backup.to_str().unwrap(),
+            "--context",
+            TARGET_CONTEXT,
+        ])
+        .await;
+    assert_eq!(
+        again.code, 0,
+        "restoring twice keeps what exists: {}",
+        again.stderr
+    );
+}
