@@ -221,6 +221,10 @@ pub struct MoveArgs {
     /// How long to wait for providers' block-move annotations to go, e.g. 30s, 10m.
     #[arg(long, default_value = "10m", value_name = "DURATION")]
     pub timeout: String,
+    /// Replay each object's .status through the status subresource after creating it (for
+    /// providers that keep state there that controllers cannot rebuild).
+    #[arg(long)]
+    pub restore_status: bool,
     /// Back up instead of moving: write the objects (clusterctl's file names) into DIR.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["to_kubeconfig", "to_context", "from_directory"])]
     pub to_directory: Option<std::path::PathBuf>,

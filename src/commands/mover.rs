@@ -11,7 +11,7 @@ use crate::freeze::apply::DryRun;
 use crate::kube::{Catalog, connect};
 use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
-use crate::mover::execute::{Destination, Source, preflight, run as execute};
+use crate::mover::execute::{Destination, RunOptions, Source, preflight, run as execute};
 use crate::mover::graph::Graph;
 use crate::mover::plan::{Excluded, MovePlan, plan};
 use crate::names::CORE_GROUP;
@@ -344,7 +344,11 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         types: &types,
         scope: &scope,
     };
-    let summary = execute(&plan, &from, &target, timeout, clusters.clone(), &progress).await?;
+    let options = RunOptions {
+        timeout,
+        restore_status: args.restore_status,
+    };
+    let summary = execute(&plan, &from, &target, &options, clusters.clone(), &progress).await?;
 
     if structured {
         printer.data(&printer.structured(&summary));

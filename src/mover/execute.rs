@@ -618,22 +618,51 @@ pub struct Source<'a> {
     pub scope: &'a ListScope,
 }
 
+/// How the move runs.
+#[derive(Debug, Clone, Copy)]
+pub struct RunOptions {
+    /// One global limit for block-move to go.
+    pub timeout: Duration,
+    /// Replay `.status` after create.
+    pub restore_status: bool,
+}
+
+/// How objects are created in the target.
+#[derive(Debug, Clone, Copy)]
+pub struct Creating {
+    /// An object already there is updated (a move re-run); otherwise kept with its UID reused.
+    pub update_existing: bool,
+    pub restore_status: bool,
+}
+
 /// Runs the move after a passed preflight.
 pub async fn run(
     plan: &MovePlan,
     source: &Source<'_>,
     target: &Destination,
-    timeout: Duration,
+    options: &RunOptions,
     clusters: Vec<ObjectRef>,
     progress: &dyn Fn(&str),
 ) -> Result<Summary> {
+    let timeout = options.timeout;
     let (types, scope) = (source.types, source.scope);
     let source = source.cluster;
     let started = Instant::now();
     progress("pausing the Clusters in the source");
     set_paused(source, plan, types, true).await?;
     let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
-    let created = create_groups(plan, types, target, &fresh, true, progress).await?;
+    let created = create_groups(
+        plan,
+        types,
+        target,
+        &fresh,
+        Creating {
+            update_existing: true,
+            restore_status: options.restore_status,
+        },
+        progress,
+    )
+    .await?;
     let mut deleted = 0;
     for (index, group) in plan.groups.iter().enumerate().rev() {
         progress(&format!(
@@ -682,7 +711,7 @@ pub async fn create_groups(
     types: &[MoveType],
     target: &Destination,
     objects: &HashMap<String, Arc<DynamicObject>>,
-    update_existing: bool,
+    how: Creating,
     progress: &dyn Fn(&str),
 ) -> Result<Created> {
     let mut created = Created {
@@ -718,9 +747,30 @@ pub async fn create_groups(
             if crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION) {
                 created.frozen.push(node.reference.clone());
             }
-            let keep_existing = node.is_global || node.global_hierarchy || !update_existing;
+            let keep_existing = node.is_global || node.global_hierarchy || !how.update_existing;
+            let status = object
+                .data
+                .get("status")
+                .filter(|s| how.restore_status && t.status && !s.is_null())
+                .cloned();
             let new_uid =
                 create_one(&target.cluster, t, keep_existing, body, managed, &namespace).await?;
+            if let Some(status) = status {
+                api(&target.cluster, &t.resource, &namespace)
+                    .patch_status(
+                        &node.reference.name,
+                        &params(false),
+                        &Patch::Merge(&json!({"status": status})),
+                    )
+                    .await
+                    .map_err(|e| {
+                        target.cluster.api_error(
+                            e,
+                            &format!("restoring the status of {}", node.reference.kubectl_name()),
+                        )
+                    })?;
+            }
+
             created.uids.insert(uid.clone(), new_uid);
             *created
                 .per_kind
@@ -764,7 +814,18 @@ pub async fn restore(
     target: &Destination,
     progress: &dyn Fn(&str),
 ) -> Result<Created> {
-    let created = create_groups(plan, types, target, &HashMap::new(), false, progress).await?;
+    let created = create_groups(
+        plan,
+        types,
+        target,
+        &HashMap::new(),
+        Creating {
+            update_existing: false,
+            restore_status: false,
+        },
+        progress,
+    )
+    .await?;
     set_paused(&target.cluster, plan, types, false).await?;
     Ok(created)
 }

@@ -557,3 +557,60 @@ async fn directory_backup_and_restore_round_trip() {
         again.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_is_replayed_only_with_restore_status() {
+    let pair = Pair::start(
+        Dialect::V1beta2,
+        &[workload("plain", 1, 0), workload("stateful", 1, 0)],
+    )
+    .await;
+    let client = pair.env.source.server.client();
+    for name in ["plain", "stateful"] {
+        let path = format!(
+            "/apis/infrastructure.cluster.x-k8s.io/v1beta2/namespaces/default/dockerclusters/{name}/status"
+        );
+        let request = http::Request::patch(path)
+            .header("content-type", "application/merge-patch+json")
+            .body(
+                json!({"status": {"providerState": format!("lb-{name}-state")}})
+                    .to_string()
+                    .into_bytes(),
+            )
+            .unwrap();
+        assert!(
+            client
+                .send(request.map(kube::client::Body::from))
+                .await
+                .unwrap()
+                .status()
+                .is_success()
+        );
+    }
+    assert_eq!(pair.move_(&["plain"]).await.code, 0);
+    let out = pair.move_(&["stateful", "--restore-status"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = |name: &str| {
+        pair.env
+            .target
+            .server
+            .object(
+                "infrastructure.cluster.x-k8s.io",
+                "dockerclusters",
+                "default",
+                name,
+            )
+            .unwrap()["status"]["providerState"]
+            .clone()
+    };
+    assert_eq!(
+        state("stateful"),
+        json!("lb-stateful-state"),
+        "replayed through the status subresource"
+    );
+    assert_eq!(
+        state("plain"),
+        Value::Null,
+        "not restored by default, as clusterctl"
+    );
+}
