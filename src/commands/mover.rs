@@ -1,7 +1,10 @@
 //! `kubectl capi move`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use serde::Serialize;
 
@@ -14,11 +17,72 @@ use crate::mover::discover::{list_objects, move_types};
 use crate::mover::execute::{Destination, RunOptions, Source, preflight, run as execute};
 use crate::mover::graph::Graph;
 use crate::mover::plan::{Excluded, MovePlan, plan};
+use crate::mover::progress::{Phase, Progress};
 use crate::names::CORE_GROUP;
 use crate::output::table::table;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{OutputFormat, Settings, parse_request_timeout};
 use crate::snapshot::ListScope;
+
+/// Shows a move's progress: a bar per phase on a TTY, a confirmation line per object with `-v`
+/// (`cluster.cluster.x-k8s.io/a created`), nothing otherwise (pipes, `-o json|yaml`).
+struct Reporter {
+    bars: Option<MultiProgress>,
+    current: Mutex<Option<ProgressBar>>,
+    lines: bool,
+}
+
+impl Reporter {
+    fn new(printer: &Printer) -> Reporter {
+        Reporter {
+            bars: printer
+                .progress()
+                .then(|| MultiProgress::with_draw_target(printer.progress_target())),
+            current: Mutex::new(None),
+            lines: printer.verbosity > 0 && !printer.format.is_structured(),
+        }
+    }
+
+    fn bar(&self) -> std::sync::MutexGuard<'_, Option<ProgressBar>> {
+        self.current
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Progress for Reporter {
+    fn begin(&self, phase: Phase, total: usize) {
+        if let Some(bars) = &self.bars {
+            let style = ProgressStyle::with_template(
+                "{prefix:>20} [{bar:30}] {pos}/{len} {elapsed:>4} {wide_msg}",
+            )
+            .expect("valid template")
+            .progress_chars("=> ");
+            let bar = bars.add(
+                ProgressBar::new(total as u64)
+                    .with_style(style)
+                    .with_prefix(phase.label()),
+            );
+            *self.bar() = Some(bar);
+        }
+    }
+
+    fn done(&self, phase: Phase, object: &ObjectRef) {
+        if let Some(bar) = self.bar().as_ref() {
+            bar.inc(1);
+            bar.set_message(object.kubectl_name());
+        }
+        if self.lines {
+            eprintln!("{} {}", object.kubectl_name(), phase.verb());
+        }
+    }
+
+    fn end(&self, _: Phase) {
+        if let Some(bar) = self.bar().take() {
+            bar.finish_with_message("done");
+        }
+    }
+}
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -174,12 +238,8 @@ async fn restore(
         return Ok(ExitStatus::Success);
     }
     let target = Destination { cluster, catalog };
-    let progress = |step: &str| {
-        if printer.progress() || printer.verbosity > 0 {
-            eprintln!("{step}");
-        }
-    };
-    let created = crate::mover::execute::restore(&plan, &types, &target, &progress).await?;
+    let created =
+        crate::mover::execute::restore(&plan, &types, &target, &Reporter::new(printer)).await?;
     let _ = args;
     printer.data(&format!(
         "restored {} objects of {} Cluster(s) from {}\n",
@@ -334,11 +394,6 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         return Ok(ExitStatus::Success);
     }
     let target = target.expect("connected above");
-    let progress = |step: &str| {
-        if printer.progress() || (!structured && printer.verbosity > 0) {
-            eprintln!("{step}");
-        }
-    };
     let from = Source {
         cluster: &source,
         types: &types,
@@ -348,7 +403,8 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         timeout,
         restore_status: args.restore_status,
     };
-    let summary = execute(&plan, &from, &target, &options, clusters.clone(), &progress).await?;
+    let reporter = Reporter::new(printer);
+    let summary = execute(&plan, &from, &target, &options, clusters.clone(), &reporter).await?;
 
     if structured {
         printer.data(&printer.structured(&summary));

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::discover::{MoveType, list_objects};
 use super::graph::TypeInfo;
 use super::plan::{Excluded, MovePlan};
+use super::progress::{Phase, Progress, Silent};
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::model::ObjectRef;
@@ -412,8 +413,21 @@ async fn set_paused(
     plan: &MovePlan,
     types: &[MoveType],
     paused: bool,
+    progress: &dyn Progress,
 ) -> Result<()> {
-    for node in plan.groups.iter().flatten().map(|uid| plan.node(uid)) {
+    let phase = if paused { Phase::Pause } else { Phase::Unpause };
+    let pausable: Vec<_> = plan
+        .groups
+        .iter()
+        .flatten()
+        .map(|uid| plan.node(uid))
+        .filter(|n| {
+            n.reference.group() == CORE_GROUP
+                && matches!(n.reference.kind.as_str(), "Cluster" | "ClusterClass")
+        })
+        .collect();
+    progress.begin(phase, pausable.len());
+    for node in pausable {
         let group = node.reference.group();
         let patch = match (group, node.reference.kind.as_str()) {
             (CORE_GROUP, "Cluster") => {
@@ -440,7 +454,9 @@ async fn set_paused(
                     ),
                 )
             })?;
+        progress.done(phase, &node.reference);
     }
+    progress.end(phase);
     Ok(())
 }
 
@@ -642,14 +658,13 @@ pub async fn run(
     target: &Destination,
     options: &RunOptions,
     clusters: Vec<ObjectRef>,
-    progress: &dyn Fn(&str),
+    progress: &dyn Progress,
 ) -> Result<Summary> {
     let timeout = options.timeout;
     let (types, scope) = (source.types, source.scope);
     let source = source.cluster;
     let started = Instant::now();
-    progress("pausing the Clusters in the source");
-    set_paused(source, plan, types, true).await?;
+    set_paused(source, plan, types, true, progress).await?;
     let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
     let created = create_groups(
         plan,
@@ -664,12 +679,14 @@ pub async fn run(
     )
     .await?;
     let mut deleted = 0;
-    for (index, group) in plan.groups.iter().enumerate().rev() {
-        progress(&format!(
-            "deleting group {} of {} from the source",
-            index + 1,
-            plan.groups.len()
-        ));
+    let to_delete = plan
+        .groups
+        .iter()
+        .flatten()
+        .filter(|u| !plan.kept_in_source.contains(*u))
+        .count();
+    progress.begin(Phase::Delete, to_delete);
+    for group in plan.groups.iter().rev() {
         for uid in group.iter().filter(|u| !plan.kept_in_source.contains(*u)) {
             let node = plan.node(uid);
             let (Some(t), Some(object)) = (
@@ -680,10 +697,11 @@ pub async fn run(
             };
             delete_one(source, t, &object).await?;
             deleted += 1;
+            progress.done(Phase::Delete, &node.reference);
         }
     }
-    progress("unpausing the Clusters in the target");
-    set_paused(&target.cluster, plan, types, false).await?;
+    progress.end(Phase::Delete);
+    set_paused(&target.cluster, plan, types, false, progress).await?;
     Ok(Summary {
         api_version: "kubectl-capi/v1",
         kind: "MoveSummary",
@@ -712,7 +730,7 @@ pub async fn create_groups(
     target: &Destination,
     objects: &HashMap<String, Arc<DynamicObject>>,
     how: Creating,
-    progress: &dyn Fn(&str),
+    progress: &dyn Progress,
 ) -> Result<Created> {
     let mut created = Created {
         uids: HashMap::new(),
@@ -720,13 +738,8 @@ pub async fn create_groups(
         frozen: Vec::new(),
     };
     let mut namespaces: BTreeSet<String> = BTreeSet::new();
-    for (index, group) in plan.groups.iter().enumerate() {
-        progress(&format!(
-            "creating group {} of {} ({} objects)",
-            index + 1,
-            plan.groups.len(),
-            group.len()
-        ));
+    progress.begin(Phase::Create, plan.groups.iter().map(Vec::len).sum());
+    for group in &plan.groups {
         for uid in group {
             let node = plan.node(uid);
             let Some(t) = type_of(types, &node.reference) else {
@@ -780,8 +793,10 @@ pub async fn create_groups(
                         .to_string(),
                 )
                 .or_default() += 1;
+            progress.done(Phase::Create, &node.reference);
         }
     }
+    progress.end(Phase::Create);
     Ok(created)
 }
 
@@ -791,7 +806,7 @@ pub async fn backup(
     source: &Source<'_>,
     directory: &std::path::Path,
 ) -> Result<usize> {
-    set_paused(source.cluster, plan, source.types, true).await?;
+    set_paused(source.cluster, plan, source.types, true, &Silent).await?;
     let result = async {
         let objects = list_objects(source.cluster, source.types, source.scope).await?;
         let fresh: HashMap<String, Arc<DynamicObject>> = objects
@@ -802,7 +817,7 @@ pub async fn backup(
     }
     .await;
     // The source is unpaused whatever happened: a backup must not leave it paused.
-    set_paused(source.cluster, plan, source.types, false).await?;
+    set_paused(source.cluster, plan, source.types, false, &Silent).await?;
     result
 }
 
@@ -812,7 +827,7 @@ pub async fn restore(
     plan: &MovePlan,
     types: &[MoveType],
     target: &Destination,
-    progress: &dyn Fn(&str),
+    progress: &dyn Progress,
 ) -> Result<Created> {
     let created = create_groups(
         plan,
@@ -826,6 +841,6 @@ pub async fn restore(
         progress,
     )
     .await?;
-    set_paused(&target.cluster, plan, types, false).await?;
+    set_paused(&target.cluster, plan, types, false, progress).await?;
     Ok(created)
 }

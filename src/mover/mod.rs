@@ -3,11 +3,9 @@
 
 pub mod directory;
 pub mod discover;
-
 pub mod execute;
-
 pub mod graph;
-
 pub mod plan;
+pub mod progress;
 #[cfg(test)]
 mod scenarios;

@@ -436,8 +436,29 @@ async fn named_clusters_move_alone_and_a_shared_class_is_copied_but_kept() {
 async fn the_v1beta1_dialect_moves_too() {
     let pair = Pair::start(Dialect::V1beta1, &[workload("old", 1, 1)]).await;
     let cloud_before = pair.env.cloud.totals();
-    let out = pair.move_(&[]).await;
+    let out = pair.move_(&["-v", "1"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
+    // -v prints kubectl's confirmation lines per object and phase, on stderr only.
+    for line in [
+        "cluster.cluster.x-k8s.io/old paused",
+        "cluster.cluster.x-k8s.io/old created",
+        "secret/old-kubeconfig created",
+        "secret/old-kubeconfig deleted",
+        "cluster.cluster.x-k8s.io/old deleted",
+        "cluster.cluster.x-k8s.io/old unpaused",
+    ] {
+        assert!(
+            out.stderr.lines().any(|l| l == line),
+            "{line}: {}",
+            out.stderr
+        );
+    }
+    assert!(
+        !out.stdout.lines().any(|l| l.ends_with(" created")),
+        "{}",
+        out.stdout
+    );
+
     pair.env
         .wait_provisioned(&pair.env.target, "default", "old", SETTLE)
         .await
