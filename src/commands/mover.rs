@@ -16,7 +16,7 @@ use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
 use crate::mover::execute::{Destination, RunOptions, Source, preflight, run as execute};
 use crate::mover::graph::Graph;
-use crate::mover::plan::{Excluded, MovePlan, plan};
+use crate::mover::plan::{Excluded, MovePlan, TreeNode, plan};
 use crate::mover::progress::{Phase, Progress};
 use crate::names::CORE_GROUP;
 use crate::output::table::table;
@@ -140,7 +140,57 @@ fn plan_report(plan: &MovePlan, clusters: &[ObjectRef], failures: Vec<String>) -
     }
 }
 
-fn plan_text(report: &PlanReport, wide: bool) -> String {
+/// Draws the ownership forest: one root line per Cluster (and per shared root), owned objects
+/// indented beneath with box-drawing guides.
+fn tree_text(forest: &[TreeNode]) -> String {
+    fn draw(node: &TreeNode, prefix: &str, last: bool, out: &mut String) {
+        let (branch, next) = if last {
+            ("└─ ", "   ")
+        } else {
+            ("├─ ", "│  ")
+        };
+        push_line(node, &format!("{prefix}{branch}"), out);
+        let child_prefix = format!("{prefix}{next}");
+        for (i, child) in node.children.iter().enumerate() {
+            draw(child, &child_prefix, i + 1 == node.children.len(), out);
+        }
+    }
+    fn push_line(node: &TreeNode, lead: &str, out: &mut String) {
+        let kept = if node.kept_in_source {
+            "  (copied, kept in source)"
+        } else {
+            ""
+        };
+        out.push_str(&format!("{lead}{}{kept}\n", node.object.kubectl_name()));
+    }
+    let mut out = String::new();
+    for root in forest {
+        let namespace = if root.object.namespace.is_empty() {
+            String::new()
+        } else {
+            format!("  (namespace {})", root.object.namespace)
+        };
+        out.push_str(&format!(
+            "\n{}{namespace}{}\n",
+            root.object.kubectl_name(),
+            if root.kept_in_source {
+                "  (copied, kept in source)"
+            } else {
+                ""
+            }
+        ));
+        for (i, child) in root.children.iter().enumerate() {
+            draw(child, "", i + 1 == root.children.len(), &mut out);
+        }
+    }
+    out
+}
+
+fn wide_tree(plan: &MovePlan, settings: &Settings) -> Option<Vec<TreeNode>> {
+    (settings.output == OutputFormat::Wide).then(|| plan.tree())
+}
+
+fn plan_text(report: &PlanReport, tree: Option<&[TreeNode]>) -> String {
     let total: usize = report.groups.iter().map(|g| g.objects.len()).sum();
     let mut out = format!(
         "Move plan: {} Cluster(s), {total} objects in {} groups\n",
@@ -170,21 +220,9 @@ fn plan_text(report: &PlanReport, wide: bool) -> String {
         })
         .collect();
     out.push_str(&table(&["GROUP", "OBJECTS", "KINDS"], rows));
-    if wide {
-        for g in &report.groups {
-            for o in &g.objects {
-                let kept = if o.kept_in_source {
-                    " (copied, kept in source)"
-                } else {
-                    ""
-                };
-                out.push_str(&format!(
-                    "  {}  {}{kept}\n",
-                    g.group,
-                    o.object.kubectl_name()
-                ));
-            }
-        }
+    if let Some(forest) = tree {
+        out.push_str(&tree_text(forest));
+        out.push('\n');
     }
     let kept: Vec<&PlannedObject> = report
         .groups
@@ -233,7 +271,7 @@ async fn restore(
     if dry_run != DryRun::None {
         printer.data(&plan_text(
             &plan_report(&plan, &clusters, Vec::new()),
-            settings.output == OutputFormat::Wide,
+            wide_tree(&plan, settings).as_deref(),
         ));
         return Ok(ExitStatus::Success);
     }
@@ -333,7 +371,7 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         if dry_run != DryRun::None {
             printer.data(&plan_text(
                 &plan_report(&plan, &clusters, Vec::new()),
-                settings.output == OutputFormat::Wide,
+                wide_tree(&plan, settings).as_deref(),
             ));
             return Ok(ExitStatus::Success);
         }
@@ -386,7 +424,7 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         if structured {
             printer.data(&printer.structured(&report));
         } else {
-            printer.data(&plan_text(&report, settings.output == OutputFormat::Wide));
+            printer.data(&plan_text(&report, wide_tree(&plan, settings).as_deref()));
             if dry_run == DryRun::Server {
                 printer.info("preflight passed: the move can start now");
             }

@@ -2,7 +2,7 @@
 //! create ascending, delete descending), which are copied but kept, and which are excluded with
 //! the reason clusterctl would leave unsaid.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -221,4 +221,95 @@ impl MovePlan {
     pub fn moved_count(&self) -> usize {
         self.groups.iter().map(Vec::len).sum()
     }
+
+    /// The moved objects as an ownership forest, for `-o wide`: Clusters are roots, every other
+    /// object hangs under one owner (its controller, else its first owner, else its first soft
+    /// owner) and appears once; objects with no moved owner (a shared ClusterClass, an identity)
+    /// are roots after the Clusters.
+    pub fn tree(&self) -> Vec<TreeNode> {
+        let scheduled: BTreeSet<&String> = self.groups.iter().flatten().collect();
+        let is_cluster = |uid: &str| {
+            let r = &self.node(uid).reference;
+            r.kind == "Cluster" && r.group() == CORE_GROUP
+        };
+        let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut roots: Vec<&str> = Vec::new();
+        for uid in &scheduled {
+            let node = self.node(uid);
+            let hard = node
+                .owners
+                .iter()
+                .filter(|o| scheduled.contains(&o.uid))
+                .min_by_key(|o| !o.controller)
+                .map(|o| o.uid.as_str());
+            let soft = node
+                .soft_owners
+                .iter()
+                .find(|o| scheduled.contains(o))
+                .map(String::as_str);
+            match hard.or(soft) {
+                Some(parent) if !is_cluster(uid) => children.entry(parent).or_default().push(uid),
+                _ => roots.push(uid),
+            }
+        }
+        let order = |uid: &&str| {
+            let r = &self.node(uid).reference;
+            (
+                !is_cluster(uid),
+                r.namespace.clone(),
+                r.kind.clone(),
+                r.name.clone(),
+            )
+        };
+        roots.sort_by_key(order);
+        for list in children.values_mut() {
+            list.sort_by_key(order);
+        }
+        let mut placed: BTreeSet<&str> = BTreeSet::new();
+        let mut forest: Vec<TreeNode> = roots
+            .iter()
+            .map(|uid| self.subtree(uid, &children, &mut placed))
+            .collect();
+        // Owner cycles leave objects unreachable from any root: show them at the top level.
+        let mut unplaced: Vec<&str> = scheduled
+            .iter()
+            .map(|u| u.as_str())
+            .filter(|u| !placed.contains(u))
+            .collect();
+        unplaced.sort_by_key(order);
+        for uid in unplaced {
+            if !placed.contains(uid) {
+                forest.push(self.subtree(uid, &children, &mut placed));
+            }
+        }
+        forest
+    }
+
+    fn subtree<'a>(
+        &'a self,
+        uid: &'a str,
+        children: &BTreeMap<&'a str, Vec<&'a str>>,
+        placed: &mut BTreeSet<&'a str>,
+    ) -> TreeNode {
+        placed.insert(uid);
+        let mut node = TreeNode {
+            object: self.node(uid).reference.clone(),
+            kept_in_source: self.kept_in_source.contains(uid),
+            children: Vec::new(),
+        };
+        for child in children.get(uid).into_iter().flatten() {
+            if !placed.contains(child) {
+                node.children.push(self.subtree(child, children, placed));
+            }
+        }
+        node
+    }
+}
+
+/// One object of the ownership forest and the objects it owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeNode {
+    pub object: ObjectRef,
+    pub kept_in_source: bool,
+    pub children: Vec<TreeNode>,
 }

@@ -637,3 +637,63 @@ fn dangling_owners_are_excluded_with_the_reason() {
         "{reasons:?}"
     );
 }
+
+/// The `-o wide` forest as indented `Kind ns/name` lines.
+fn tree_lines(plan: &MovePlan) -> Vec<String> {
+    fn walk(node: &super::plan::TreeNode, depth: usize, out: &mut Vec<String>) {
+        let r = &node.object;
+        let kept = if node.kept_in_source { " (kept)" } else { "" };
+        out.push(format!(
+            "{}{} {}/{}{kept}",
+            "  ".repeat(depth),
+            r.kind,
+            r.namespace,
+            r.name
+        ));
+        for child in &node.children {
+            walk(child, depth + 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    for root in plan.tree() {
+        walk(&root, 0, &mut out);
+    }
+    out
+}
+
+#[test]
+fn the_wide_tree_hangs_every_object_once_under_its_controller() {
+    let mut w = World::default();
+    w.add(CORE, "ClusterClass", "classes", "shared", &[], json!({}));
+    w.cluster("ns1", "foo", true);
+    w.objects
+        .iter_mut()
+        .find(|o| o["kind"] == "Cluster")
+        .unwrap()["spec"]["topology"] =
+        json!({"classRef": {"name": "shared", "namespace": "classes"}});
+    w.machine(
+        "ns1",
+        "m1",
+        (CONTROL_PLANE, "GenericControlPlane", "foo", true),
+    );
+    let p = w.plan(Some("ns1"), &[]);
+    assert_eq!(
+        tree_lines(&p),
+        [
+            // The Cluster is a root although its class soft-owns it; the class is a shared root.
+            "Cluster ns1/foo",
+            "  GenericControlPlane ns1/foo",
+            "    Machine ns1/m1",
+            "      GenericBootstrapConfig ns1/m1",
+            "        Secret ns1/m1",
+            "      GenericInfrastructureMachine ns1/m1",
+            "    Secret ns1/foo-kubeconfig",
+            "    Secret ns1/foo-sa",
+            "  GenericInfrastructureCluster ns1/foo",
+            "  GenericInfrastructureMachineTemplate ns1/foo-cp",
+            "  Secret ns1/foo-ca",
+            "ClusterClass classes/shared (kept)",
+        ]
+    );
+    assert_eq!(tree_lines(&p).len(), p.moved_count(), "every object once");
+}

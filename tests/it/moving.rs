@@ -391,6 +391,34 @@ async fn named_clusters_move_alone_and_a_shared_class_is_copied_but_kept() {
             "DockerClusterTemplate/shared".to_string()
         ])
     );
+    let wide = pair
+        .plugin(&["move", "alpha", "--dry-run", "-o", "wide"])
+        .await;
+    assert_eq!(wide.code, 0, "{}", wide.stderr);
+
+    // The tree: alpha at the root, its control plane under it and Machines under that; the
+    // shared class is its own root, marked as copied.
+    let lines: Vec<&str> = wide.stdout.lines().collect();
+    let at = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} in\n{}", wide.stdout))
+    };
+    assert_eq!(
+        lines[at("cluster.cluster.x-k8s.io/alpha")],
+        "cluster.cluster.x-k8s.io/alpha  (namespace default)"
+    );
+    assert!(
+        lines[at("kubeadmcontrolplane.")].starts_with("├─ ")
+            || lines[at("kubeadmcontrolplane.")].starts_with("└─ ")
+    );
+    assert!(lines[at("machine.cluster.x-k8s.io/alpha-")].starts_with("│  "));
+    assert_eq!(
+        lines[at("clusterclass.cluster.x-k8s.io/shared")],
+        "clusterclass.cluster.x-k8s.io/shared  (namespace default)  (copied, kept in source)"
+    );
+    assert!(!wide.stdout.contains("cluster.cluster.x-k8s.io/beta"));
     assert!(
         pair.plugin_writes(&pair.env.source).is_empty()
             && pair.plugin_writes(&pair.env.target).is_empty(),
