@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde::Serialize;
@@ -75,7 +76,6 @@ fn params(dry_run: bool) -> PatchParams {
 /// target's UIDs, managedFields returned separately (a create ignores them; a patch restores them).
 pub fn target_body(
     plan: &MovePlan,
-    uid: &str,
     object: &DynamicObject,
     target_uids: &HashMap<String, String>,
 ) -> (Value, Option<Value>) {
@@ -96,20 +96,25 @@ pub fn target_body(
     if meta.get("name").is_some() {
         meta.remove("generateName");
     }
-    let node = plan.node(uid);
-    let refs: Vec<Value> = node
-        .owners
+    // The source's references, each keeping its own fields (controller, blockOwnerDeletion,
+    // even when explicitly false) with the owner's UID in the target. A reference to a real owner
+    // that is not part of this move (a Cluster that stays, in a named move) is dropped: it would
+    // dangle in the target, and moving that owner later adds it back by update.
+    let scheduled = |owner: &str| plan.groups.iter().any(|g| g.iter().any(|u| u == owner));
+    let refs: Vec<Value> = object
+        .metadata
+        .owner_references
         .iter()
-        .filter_map(|edge| {
-            let owner = plan.graph.nodes.get(&edge.uid)?;
-            let mut r = json!({"apiVersion": owner.reference.api_version, "kind": owner.reference.kind, "name": owner.reference.name,
-                "uid": target_uids.get(&edge.uid).cloned().unwrap_or_else(|| edge.uid.clone())});
-            if edge.controller {
-                r["controller"] = json!(true);
-            }
-            if edge.block_owner_deletion {
-                r["blockOwnerDeletion"] = json!(true);
-            }
+        .flatten()
+        .filter_map(|source_ref| {
+            let owner = plan.graph.nodes.get(&source_ref.uid)?;
+            let new_uid = match target_uids.get(&source_ref.uid) {
+                Some(uid) => uid.clone(),
+                None if owner.is_virtual() || scheduled(&source_ref.uid) => source_ref.uid.clone(),
+                None => return None,
+            };
+            let mut r = serde_json::to_value(source_ref).expect("owner reference serialises");
+            r["uid"] = json!(new_uid);
             Some(r)
         })
         .collect();
@@ -327,6 +332,7 @@ pub async fn preflight(
     };
     // The target must serve every kind to move at the version it is stored in here.
     let mut missing = BTreeSet::new();
+    let mut checked = BTreeSet::new();
     for uid in plan.groups.iter().flatten() {
         let node = plan.node(uid);
         let Some(t) = type_of(types, &node.reference) else {
@@ -335,11 +341,18 @@ pub async fn preflight(
         if t.info.group.is_empty() {
             continue;
         }
-        let served = target
-            .catalog
-            .kind(&t.info.group, &t.info.kind)
-            .is_some_and(|k| k.served_versions.contains(&t.resource.version));
-        if !served && missing.insert((t.info.kind.clone(), t.info.group.clone())) {
+        let key = (t.info.kind.clone(), t.info.group.clone());
+        if missing.contains(&key) || checked.contains(&key) {
+            continue;
+        }
+        let served = match target.catalog.kind(&t.info.group, &t.info.kind) {
+            Some(k) => k.served_versions.contains(&t.resource.version),
+            // Kinds outside Cluster API's groups (a provider's external objects) are not in the
+            // catalog: ask for their CRD.
+            None => serves_by_crd(&target.cluster, t).await?,
+        };
+        checked.insert(key.clone());
+        if !served && missing.insert(key) {
             failures.push(format!(
                 "the target cluster does not serve {}.{} at {}; install its provider there (clusterctl init) first",
                 t.info.kind, t.info.group, t.resource.version
@@ -368,7 +381,7 @@ pub async fn preflight(
         else {
             continue;
         };
-        let (body, _) = target_body(plan, uid, object, &HashMap::new());
+        let (body, _) = target_body(plan, object, &HashMap::new());
         let object: DynamicObject = serde_json::from_value(body).expect("valid body");
         let result = api(&target.cluster, &t.resource, &node.reference.namespace)
             .create(
@@ -405,6 +418,24 @@ pub async fn preflight(
         }
     }
     Ok(failures)
+}
+
+/// Whether the target has a CRD for the kind that serves the version it is stored in here.
+async fn serves_by_crd(target: &Cluster, t: &MoveType) -> Result<bool> {
+    let crds: Api<CustomResourceDefinition> = Api::all(target.client.clone());
+    let name = format!("{}.{}", t.resource.plural, t.info.group);
+    let crd = crds
+        .get_opt(&name)
+        .await
+        .map_err(|e| target.api_error(e, &format!("reading CustomResourceDefinition {name}")))?;
+    Ok(crd.is_some_and(|crd| {
+        crd.spec.names.kind == t.info.kind
+            && crd
+                .spec
+                .versions
+                .iter()
+                .any(|v| v.served && v.name == t.resource.version)
+    }))
 }
 
 /// Pauses the source Clusters (`spec.paused`) and ClusterClasses (annotation).
@@ -756,7 +787,7 @@ pub async fn create_groups(
             if !namespace.is_empty() && namespaces.insert(namespace.clone()) {
                 ensure_namespace(&target.cluster, &namespace).await?;
             }
-            let (body, managed) = target_body(plan, uid, &object, &created.uids);
+            let (body, managed) = target_body(plan, &object, &created.uids);
             if crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION) {
                 created.frozen.push(node.reference.clone());
             }

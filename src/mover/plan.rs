@@ -77,7 +77,17 @@ pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
         let mut added = Vec::new();
         for uid in &scope {
             for owner in edges(&graph.nodes[uid]) {
-                if scope.contains(&owner) || !graph.nodes.get(&owner).is_some_and(Node::moves) {
+                // A Cluster that stays, and whatever belongs to it, is never pulled in because
+                // it co-owns a moving object: that object is copied without the reference.
+                let stays = |n: &Node| {
+                    unselected.contains(&n.uid) || n.tenants.iter().any(|t| unselected.contains(t))
+                };
+                if scope.contains(&owner)
+                    || !graph
+                        .nodes
+                        .get(&owner)
+                        .is_some_and(|n| n.moves() && !stays(n))
+                {
                     continue;
                 }
                 added.push(owner.clone());
@@ -135,8 +145,30 @@ pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
         .cloned()
         .collect();
     shared.extend(held);
+    // And anything a staying Cluster co-owns (a template two Clusters share).
+    shared.extend(
+        scope
+            .iter()
+            .filter(|uid| {
+                graph.nodes[*uid]
+                    .tenants
+                    .iter()
+                    .any(|t| unselected.contains(t))
+            })
+            .cloned(),
+    );
 
-    // Groups by longest path: a node goes once all its owners and soft owners went before.
+    // Groups by longest path: a node goes once all its owners and soft owners went before
+    // (owners that stay with an unselected Cluster do not hold it back).
+    let staying: BTreeSet<String> = graph
+        .nodes
+        .values()
+        .filter(|n| {
+            !scope.contains(&n.uid)
+                && (unselected.contains(&n.uid) || n.tenants.iter().any(|t| unselected.contains(t)))
+        })
+        .map(|n| n.uid.clone())
+        .collect();
     let mut groups: Vec<Vec<String>> = Vec::new();
     let mut scheduled: BTreeSet<String> = BTreeSet::new();
     loop {
@@ -149,7 +181,7 @@ pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
                     .iter()
                     .map(|o| &o.uid)
                     .chain(node.soft_owners.iter())
-                    .all(|o| scheduled.contains(o))
+                    .all(|o| scheduled.contains(o) || staying.contains(o))
             })
             .cloned()
             .collect();

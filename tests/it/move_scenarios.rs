@@ -1,0 +1,908 @@
+//! clusterctl's move scenarios (its object-graph fixtures, built from the sandbox's real kinds),
+//! each moved for real between two sandbox servers without controllers: the plan's groups are
+//! what clusterctl's rules give, and afterwards every object is in the target with owner
+//! references rebuilt to the target's UIDs, and the source holds only what is copied but kept.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use capi_sandbox::apiserver::{KubeconfigEntry, write_kubeconfig};
+use capi_sandbox::crds::{self, Dialect};
+use capi_sandbox::{ApiServer, ServerOptions, Serving};
+use serde_json::{Value, json};
+
+use crate::common::run_plugin;
+
+const CORE: &str = "cluster.x-k8s.io/v1beta2";
+const INFRA: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
+const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io/v1beta2";
+const CONTROL_PLANE: &str = "controlplane.cluster.x-k8s.io/v1beta2";
+const ADDONS: &str = "addons.cluster.x-k8s.io/v1beta2";
+const MOVE_LABEL: &str = "clusterctl.cluster.x-k8s.io/move";
+const MOVE_HIERARCHY_LABEL: &str = "clusterctl.cluster.x-k8s.io/move-hierarchy";
+
+/// Owners named by `(kind, name, controller)`, resolved to UIDs on load.
+type Owners = Vec<(String, String, bool)>;
+
+/// Objects to load into the source, with their owners.
+#[derive(Default)]
+struct Fixture {
+    objects: Vec<(Value, Owners)>,
+    crds: Vec<Value>,
+}
+
+impl Fixture {
+    fn add(
+        &mut self,
+        api_version: &str,
+        kind: &str,
+        ns: &str,
+        name: &str,
+        owners: &[(&str, &str, bool)],
+        extra: Value,
+    ) -> &mut Fixture {
+        let mut object =
+            json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
+        if !ns.is_empty() {
+            object["metadata"]["namespace"] = json!(ns);
+        }
+        merge(&mut object, extra);
+        let owners = owners
+            .iter()
+            .map(|(k, n, c)| (k.to_string(), n.to_string(), *c))
+            .collect();
+        self.objects.push((object, owners));
+        self
+    }
+
+    /// A provisioned Cluster, its DockerCluster, `<name>-ca` (no owner: soft-owned) and
+    /// `<name>-kubeconfig`; with a control plane also the KubeadmControlPlane (controller-owned by
+    /// the Cluster), its machine template, and `-kubeconfig`/`-sa` owned by the control plane.
+    fn cluster(&mut self, ns: &str, name: &str, control_plane: bool) -> &mut Fixture {
+        let mut spec = json!({"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerCluster", "name": name}});
+        if control_plane {
+            spec["controlPlaneRef"] = json!({"apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": name});
+        }
+        self.add(CORE, "Cluster", ns, name, &[], json!({"spec": spec, "status": {
+            "initialization": {"infrastructureProvisioned": true, "controlPlaneInitialized": true},
+            "conditions": [{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}));
+        self.add(
+            INFRA,
+            "DockerCluster",
+            ns,
+            name,
+            &[("Cluster", name, false)],
+            json!({}),
+        );
+        self.add("v1", "Secret", ns, &format!("{name}-ca"), &[], json!({}));
+        if control_plane {
+            self.add(
+                CONTROL_PLANE,
+                "KubeadmControlPlane",
+                ns,
+                name,
+                &[("Cluster", name, true)],
+                json!({}),
+            );
+            self.add(
+                INFRA,
+                "DockerMachineTemplate",
+                ns,
+                &format!("{name}-cp"),
+                &[("Cluster", name, false)],
+                json!({}),
+            );
+            for secret in ["kubeconfig", "sa"] {
+                self.add(
+                    "v1",
+                    "Secret",
+                    ns,
+                    &format!("{name}-{secret}"),
+                    &[("KubeadmControlPlane", name, true)],
+                    json!({}),
+                );
+            }
+        } else {
+            self.add(
+                "v1",
+                "Secret",
+                ns,
+                &format!("{name}-kubeconfig"),
+                &[("Cluster", name, false)],
+                json!({}),
+            );
+        }
+        self
+    }
+
+    /// A Machine with a node, its DockerMachine and (unless static) KubeadmConfig and bootstrap
+    /// data Secret.
+    fn machine(
+        &mut self,
+        ns: &str,
+        cluster: &str,
+        name: &str,
+        owner: (&str, &str, bool),
+        bootstrap: bool,
+    ) -> &mut Fixture {
+        let bootstrap_spec = if bootstrap {
+            json!({"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfig", "name": name}})
+        } else {
+            json!({"dataSecretName": format!("{name}-static")})
+        };
+        self.add(CORE, "Machine", ns, name, &[owner], json!({
+            "metadata": {"labels": {"cluster.x-k8s.io/cluster-name": cluster}},
+            "spec": {"clusterName": cluster, "bootstrap": bootstrap_spec,
+                "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachine", "name": name}},
+            "status": {"nodeRef": {"name": name}}}));
+        self.add(
+            INFRA,
+            "DockerMachine",
+            ns,
+            name,
+            &[("Machine", name, true)],
+            json!({}),
+        );
+        if bootstrap {
+            self.add(
+                BOOTSTRAP,
+                "KubeadmConfig",
+                ns,
+                name,
+                &[("Machine", name, true)],
+                json!({}),
+            );
+            self.add(
+                "v1",
+                "Secret",
+                ns,
+                name,
+                &[("KubeadmConfig", name, true)],
+                json!({}),
+            );
+        }
+        self
+    }
+
+    /// Machine templates owned by the Cluster, as MachineSets, MachineDeployments and pools use.
+    fn templates(&mut self, ns: &str, cluster: &str, name: &str, bootstrap: bool) -> &mut Fixture {
+        self.add(
+            INFRA,
+            "DockerMachineTemplate",
+            ns,
+            name,
+            &[("Cluster", cluster, false)],
+            json!({}),
+        );
+        if bootstrap {
+            self.add(
+                BOOTSTRAP,
+                "KubeadmConfigTemplate",
+                ns,
+                name,
+                &[("Cluster", cluster, false)],
+                json!({}),
+            );
+        }
+        self
+    }
+
+    fn crd(&mut self, group: &str, kind: &str, namespaced: bool, label: &str) -> &mut Fixture {
+        let plural = format!("{}s", kind.to_lowercase());
+        self.crds.push(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.{group}"),
+                "labels": {"clusterctl.cluster.x-k8s.io": "", label: "", "cluster.x-k8s.io/provider": "infrastructure-docker"}},
+            "spec": {"group": group, "scope": if namespaced { "Namespaced" } else { "Cluster" },
+                "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
+                "versions": [{"name": "v1beta2", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+        }));
+        self
+    }
+}
+
+fn merge(into: &mut Value, extra: Value) {
+    match (into, extra) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+fn key(o: &Value) -> String {
+    format!(
+        "{} {}/{}",
+        o["kind"].as_str().unwrap(),
+        o["metadata"]["namespace"].as_str().unwrap_or(""),
+        o["metadata"]["name"].as_str().unwrap()
+    )
+}
+
+struct World {
+    source: ApiServer,
+    target: ApiServer,
+    _serving: (Serving, Serving),
+    dir: tempfile::TempDir,
+    /// The source's objects as loaded (before the move), by `Kind ns/name`.
+    loaded: BTreeMap<String, Value>,
+}
+
+impl World {
+    async fn start(fixture: &Fixture) -> World {
+        let source = ApiServer::new(ServerOptions::default());
+        let target = ApiServer::new(ServerOptions::default());
+        for server in [&source, &target] {
+            crds::install_with_inventory(server, Dialect::V1beta2).unwrap();
+            for crd in &fixture.crds {
+                server.load(crd.clone()).unwrap();
+            }
+        }
+        let mut loaded: BTreeMap<String, Value> = BTreeMap::new();
+        let mut namespaces = BTreeSet::new();
+        for (object, owners) in &fixture.objects {
+            let mut object = object.clone();
+            let ns = object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            if !ns.is_empty()
+                && namespaces.insert(ns.clone())
+                && source.object("", "namespaces", "", &ns).is_none()
+            {
+                source
+                    .load(
+                        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                    )
+                    .unwrap();
+            }
+            let refs: Vec<Value> = owners
+                .iter()
+                .map(|(kind, name, controller)| {
+                    let owner = loaded
+                        .get(&format!("{kind} {ns}/{name}"))
+                        .or_else(|| loaded.get(&format!("{kind} /{name}")))
+                        .unwrap_or_else(|| panic!("owner {kind} {name} is loaded first"));
+                    json!({"apiVersion": owner["apiVersion"], "kind": kind, "name": name,
+                        "uid": owner["metadata"]["uid"], "controller": controller, "blockOwnerDeletion": controller})
+                })
+                .collect();
+            if !refs.is_empty() {
+                object["metadata"]["ownerReferences"] = json!(refs);
+            }
+            let created = source.load(object).unwrap();
+            loaded.insert(key(&created), created);
+        }
+        let serving = (
+            source.serve(0).await.unwrap(),
+            target.serve(0).await.unwrap(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let entries: Vec<KubeconfigEntry> = vec![
+            serving.0.kubeconfig_entry("source"),
+            serving.1.kubeconfig_entry("target"),
+        ];
+        write_kubeconfig(&dir.path().join("kubeconfig"), &entries).unwrap();
+        World {
+            source,
+            target,
+            _serving: serving,
+            dir,
+            loaded,
+        }
+    }
+
+    async fn plugin(&self, args: &[&str]) -> crate::common::Output {
+        run_plugin(Some(&self.dir.path().join("kubeconfig")), args).await
+    }
+
+    /// The plan's groups as sorted `Kind ns/name` lists, and the objects copied but kept.
+    async fn plan(&self, args: &[&str]) -> (Vec<Vec<String>>, BTreeSet<String>) {
+        let mut full = vec![
+            "move",
+            "--context",
+            "source",
+            "--to-context",
+            "target",
+            "--dry-run",
+            "-o",
+            "json",
+        ];
+        full.extend_from_slice(args);
+        let out = self.plugin(&full).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let plan: Value = serde_json::from_str(&out.stdout).unwrap();
+        let mut kept = BTreeSet::new();
+        let groups = plan["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                let mut objects: Vec<String> = g["objects"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|o| {
+                        let k = format!(
+                            "{} {}/{}",
+                            o["kind"].as_str().unwrap(),
+                            o["namespace"].as_str().unwrap_or(""),
+                            o["name"].as_str().unwrap()
+                        );
+                        if o["keptInSource"] == true {
+                            kept.insert(k.clone());
+                        }
+                        k
+                    })
+                    .collect();
+                objects.sort();
+                objects
+            })
+            .collect();
+        (groups, kept)
+    }
+
+    /// Moves for real and checks the end state against the plan.
+    async fn move_and_check(&self, args: &[&str]) {
+        let (groups, kept) = self.plan(args).await;
+        let mut full = vec!["move", "--context", "source", "--to-context", "target"];
+        full.extend_from_slice(args);
+        let out = self.plugin(&full).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+
+        let in_target: BTreeMap<String, Value> = self
+            .target
+            .dump()
+            .into_iter()
+            .map(|o| (key(&o), o))
+            .collect();
+        let in_source: BTreeSet<String> = self.source.dump().iter().map(key).collect();
+        let by_uid: BTreeMap<&str, &Value> = in_target
+            .values()
+            .map(|o| (o["metadata"]["uid"].as_str().unwrap(), o))
+            .collect();
+        for moved in groups.iter().flatten() {
+            let before = &self.loaded[moved];
+            let after = in_target
+                .get(moved)
+                .unwrap_or_else(|| panic!("{moved} is in the target"));
+            assert_ne!(after["metadata"]["uid"], before["metadata"]["uid"]);
+            let owners = after["metadata"]["ownerReferences"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            // References to owners that moved, in order; one to a Cluster that stays is dropped.
+            let source_owners: Vec<Value> = before["metadata"]["ownerReferences"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|o| {
+                    let owner = self
+                        .loaded
+                        .values()
+                        .find(|l| l["metadata"]["uid"] == o["uid"])
+                        .unwrap();
+                    groups.iter().flatten().any(|g| *g == key(owner))
+                })
+                .collect();
+            assert_eq!(
+                owners.len(),
+                source_owners.len(),
+                "{moved} keeps its owners"
+            );
+            for (owner, was) in owners.iter().zip(&source_owners) {
+                let target_owner = by_uid
+                    .get(owner["uid"].as_str().unwrap())
+                    .unwrap_or_else(|| panic!("{moved}: owner {owner} resolves in the target"));
+                assert_eq!(
+                    (&target_owner["kind"], &target_owner["metadata"]["name"]),
+                    (&was["kind"], &was["name"]),
+                    "{moved}: owner rebuilt to the same object"
+                );
+                assert_eq!(owner["controller"], was["controller"], "{moved}");
+                assert_eq!(
+                    owner["blockOwnerDeletion"], was["blockOwnerDeletion"],
+                    "{moved}"
+                );
+            }
+            assert_eq!(
+                in_source.contains(moved),
+                kept.contains(moved),
+                "{moved}: in the source afterwards exactly when copied but kept"
+            );
+        }
+    }
+}
+
+fn group(items: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = items.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+const CLUSTER_FOO: [&str; 3] = [
+    "DockerCluster ns1/foo",
+    "Secret ns1/foo-ca",
+    "Secret ns1/foo-kubeconfig",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", false);
+    let w = World::start(&f).await;
+    assert_eq!(
+        w.plan(&["-n", "ns1"]).await.0,
+        [group(&["Cluster ns1/foo"]), group(&CLUSTER_FOO)]
+    );
+    w.move_and_check(&["-n", "ns1"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machines_owned_by_the_cluster() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", false);
+    for m in ["m1", "m2"] {
+        f.machine("ns1", "foo", m, ("Cluster", "foo", false), true);
+    }
+    let w = World::start(&f).await;
+    let mut second = CLUSTER_FOO.to_vec();
+    second.extend(["Machine ns1/m1", "Machine ns1/m2"]);
+    assert_eq!(
+        w.plan(&["-n", "ns1"]).await.0,
+        [
+            group(&["Cluster ns1/foo"]),
+            group(&second),
+            group(&[
+                "DockerMachine ns1/m1",
+                "KubeadmConfig ns1/m1",
+                "DockerMachine ns1/m2",
+                "KubeadmConfig ns1/m2"
+            ]),
+            group(&["Secret ns1/m1", "Secret ns1/m2"]),
+        ]
+    );
+    w.move_and_check(&["-n", "ns1"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_set_and_machine_deployments_with_and_without_bootstrap_configs() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", false);
+    f.add(
+        CORE,
+        "MachineSet",
+        "ns1",
+        "ms1",
+        &[("Cluster", "foo", false)],
+        json!({}),
+    )
+    .templates("ns1", "foo", "ms1", true)
+    .machine("ns1", "foo", "m1", ("MachineSet", "ms1", true), true);
+    f.add(
+        CORE,
+        "MachineDeployment",
+        "ns1",
+        "md1",
+        &[("Cluster", "foo", false)],
+        json!({}),
+    )
+    .templates("ns1", "foo", "md1", true)
+    .add(
+        CORE,
+        "MachineSet",
+        "ns1",
+        "md1-a",
+        &[("MachineDeployment", "md1", true)],
+        json!({}),
+    )
+    .machine("ns1", "foo", "m2", ("MachineSet", "md1-a", true), true);
+    // A static bootstrap: no config, no config template.
+    f.add(
+        CORE,
+        "MachineDeployment",
+        "ns1",
+        "md2",
+        &[("Cluster", "foo", false)],
+        json!({}),
+    )
+    .templates("ns1", "foo", "md2", false)
+    .add(
+        CORE,
+        "MachineSet",
+        "ns1",
+        "md2-a",
+        &[("MachineDeployment", "md2", true)],
+        json!({}),
+    )
+    .machine("ns1", "foo", "m3", ("MachineSet", "md2-a", true), false);
+    let w = World::start(&f).await;
+    let mut second = CLUSTER_FOO.to_vec();
+    second.extend([
+        "MachineSet ns1/ms1",
+        "DockerMachineTemplate ns1/ms1",
+        "KubeadmConfigTemplate ns1/ms1",
+        "MachineDeployment ns1/md1",
+        "DockerMachineTemplate ns1/md1",
+        "KubeadmConfigTemplate ns1/md1",
+        "MachineDeployment ns1/md2",
+        "DockerMachineTemplate ns1/md2",
+    ]);
+    assert_eq!(
+        w.plan(&["-n", "ns1"]).await.0,
+        [
+            group(&["Cluster ns1/foo"]),
+            group(&second),
+            group(&[
+                "Machine ns1/m1",
+                "MachineSet ns1/md1-a",
+                "MachineSet ns1/md2-a"
+            ]),
+            group(&[
+                "DockerMachine ns1/m1",
+                "KubeadmConfig ns1/m1",
+                "Machine ns1/m2",
+                "Machine ns1/m3"
+            ]),
+            group(&[
+                "Secret ns1/m1",
+                "DockerMachine ns1/m2",
+                "KubeadmConfig ns1/m2",
+                "DockerMachine ns1/m3"
+            ]),
+            group(&["Secret ns1/m2"]),
+        ]
+    );
+    w.move_and_check(&["-n", "ns1"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_plane_and_a_machine_pool() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", true)
+        .machine(
+            "ns1",
+            "foo",
+            "cp1",
+            ("KubeadmControlPlane", "foo", true),
+            true,
+        )
+        .add(
+            CORE,
+            "MachinePool",
+            "ns1",
+            "mp1",
+            &[("Cluster", "foo", false)],
+            json!({}),
+        )
+        .add(
+            INFRA,
+            "DockerMachinePool",
+            "ns1",
+            "mp1",
+            &[("MachinePool", "mp1", true)],
+            json!({}),
+        )
+        .add(
+            BOOTSTRAP,
+            "KubeadmConfig",
+            "ns1",
+            "mp1",
+            &[("MachinePool", "mp1", true)],
+            json!({}),
+        )
+        .add(
+            "v1",
+            "Secret",
+            "ns1",
+            "mp1",
+            &[("KubeadmConfig", "mp1", true)],
+            json!({}),
+        );
+    let w = World::start(&f).await;
+    assert_eq!(
+        w.plan(&["-n", "ns1"]).await.0,
+        [
+            group(&["Cluster ns1/foo"]),
+            group(&[
+                "DockerCluster ns1/foo",
+                "Secret ns1/foo-ca",
+                "KubeadmControlPlane ns1/foo",
+                "DockerMachineTemplate ns1/foo-cp",
+                "MachinePool ns1/mp1"
+            ]),
+            group(&[
+                "Secret ns1/foo-kubeconfig",
+                "Secret ns1/foo-sa",
+                "Machine ns1/cp1",
+                "DockerMachinePool ns1/mp1",
+                "KubeadmConfig ns1/mp1"
+            ]),
+            group(&[
+                "DockerMachine ns1/cp1",
+                "KubeadmConfig ns1/cp1",
+                "Secret ns1/mp1"
+            ]),
+            group(&["Secret ns1/cp1"]),
+        ]
+    );
+    w.move_and_check(&["-n", "ns1"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clusters_with_a_shared_object_moved_one_at_a_time() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", false)
+        .cluster("ns1", "bar", false)
+        .add(
+            INFRA,
+            "DockerMachineTemplate",
+            "ns1",
+            "shared",
+            &[("Cluster", "foo", false), ("Cluster", "bar", false)],
+            json!({}),
+        );
+    let w = World::start(&f).await;
+    let mut second = CLUSTER_FOO.to_vec();
+    second.extend([
+        "DockerCluster ns1/bar",
+        "Secret ns1/bar-ca",
+        "Secret ns1/bar-kubeconfig",
+        "DockerMachineTemplate ns1/shared",
+    ]);
+    let (groups, kept) = w.plan(&["-n", "ns1"]).await;
+    assert_eq!(
+        groups,
+        [
+            group(&["Cluster ns1/foo", "Cluster ns1/bar"]),
+            group(&second)
+        ]
+    );
+    assert!(
+        kept.is_empty(),
+        "moving both, nothing is shared with what stays"
+    );
+
+    // Only foo: the template bar also owns is copied and kept.
+    let (_, kept) = w.plan(&["foo", "-n", "ns1"]).await;
+    assert_eq!(
+        kept,
+        BTreeSet::from(["DockerMachineTemplate ns1/shared".to_string()])
+    );
+    w.move_and_check(&["foo", "-n", "ns1"]).await;
+    assert!(
+        w.source
+            .object("cluster.x-k8s.io", "clusters", "ns1", "bar")
+            .is_some()
+    );
+    assert!(
+        w.target
+            .object("cluster.x-k8s.io", "clusters", "ns1", "bar")
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_resource_set_and_a_cloud_config_secret_with_the_move_label() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", false)
+        .add(
+            "v1",
+            "Secret",
+            "ns1",
+            "foo-cloud-config",
+            &[],
+            json!({"metadata": {"labels": {MOVE_LABEL: ""}}}),
+        )
+        .add(ADDONS, "ClusterResourceSet", "ns1", "crs1", &[], json!({}))
+        .add(
+            "v1",
+            "Secret",
+            "ns1",
+            "crs1-secret",
+            &[("ClusterResourceSet", "crs1", false)],
+            json!({}),
+        )
+        .add(
+            "v1",
+            "ConfigMap",
+            "ns1",
+            "crs1-cm",
+            &[("ClusterResourceSet", "crs1", false)],
+            json!({}),
+        )
+        .add(
+            ADDONS,
+            "ClusterResourceSetBinding",
+            "ns1",
+            "foo",
+            &[("ClusterResourceSet", "crs1", false)],
+            json!({"spec": {"clusterName": "foo"}}),
+        );
+    let w = World::start(&f).await;
+    let mut second = CLUSTER_FOO.to_vec();
+    second.extend([
+        "Secret ns1/crs1-secret",
+        "ConfigMap ns1/crs1-cm",
+        "ClusterResourceSetBinding ns1/foo",
+    ]);
+    assert_eq!(
+        w.plan(&["-n", "ns1"]).await.0,
+        [
+            group(&[
+                "Cluster ns1/foo",
+                "ClusterResourceSet ns1/crs1",
+                "Secret ns1/foo-cloud-config"
+            ]),
+            group(&second),
+        ]
+    );
+    w.move_and_check(&["-n", "ns1"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_classes_in_the_namespace_and_across_namespaces() {
+    let mut f = Fixture::default();
+    for (ns, class) in [("ns1", "local"), ("classes", "shared")] {
+        // Templates are found through the class's references (clusterctl GETs them).
+        f.add(CORE, "ClusterClass", ns, class, &[], json!({"spec": {
+                "infrastructure": {"templateRef": {"apiVersion": INFRA, "kind": "DockerClusterTemplate", "name": class}},
+                "controlPlane": {"templateRef": {"apiVersion": CONTROL_PLANE, "kind": "KubeadmControlPlaneTemplate", "name": class}}}}))
+            .add(
+                INFRA,
+                "DockerClusterTemplate",
+                ns,
+                class,
+                &[("ClusterClass", class, false)],
+                json!({}),
+            )
+            .add(
+                CONTROL_PLANE,
+                "KubeadmControlPlaneTemplate",
+                ns,
+                class,
+                &[("ClusterClass", class, false)],
+                json!({}),
+            );
+    }
+    f.cluster("ns1", "foo", false).cluster("ns1", "bar", false);
+    f.objects[6].0["spec"]["topology"] = json!({"classRef": {"name": "local"}});
+    let bar = f
+        .objects
+        .iter()
+        .position(|(o, _)| o["kind"] == "Cluster" && o["metadata"]["name"] == "bar")
+        .unwrap();
+    f.objects[bar].0["spec"]["topology"] =
+        json!({"classRef": {"name": "shared", "namespace": "classes"}});
+    assert_eq!(f.objects[6].0["metadata"]["name"], "foo");
+    let w = World::start(&f).await;
+    let (groups, kept) = w.plan(&["-n", "ns1"]).await;
+    let mut third = CLUSTER_FOO.to_vec();
+    third.extend([
+        "DockerCluster ns1/bar",
+        "Secret ns1/bar-ca",
+        "Secret ns1/bar-kubeconfig",
+    ]);
+    assert_eq!(
+        groups,
+        [
+            group(&["ClusterClass ns1/local", "ClusterClass classes/shared"]),
+            group(&[
+                "Cluster ns1/foo",
+                "Cluster ns1/bar",
+                "DockerClusterTemplate ns1/local",
+                "KubeadmControlPlaneTemplate ns1/local",
+                "DockerClusterTemplate classes/shared",
+                "KubeadmControlPlaneTemplate classes/shared"
+            ]),
+            group(&third),
+        ]
+    );
+    assert_eq!(
+        kept,
+        BTreeSet::from([
+            "ClusterClass classes/shared".to_string(),
+            "DockerClusterTemplate classes/shared".to_string(),
+            "KubeadmControlPlaneTemplate classes/shared".to_string()
+        ]),
+        "a class in another namespace is copied, never deleted"
+    );
+    w.move_and_check(&["-n", "ns1"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn external_objects_a_global_identity_and_credentials() {
+    let mut f = Fixture::default();
+    f.crd(
+        "external.cluster.x-k8s.io",
+        "ExternalThing",
+        true,
+        MOVE_LABEL,
+    )
+    .crd(
+        "external.cluster.x-k8s.io",
+        "GlobalThing",
+        false,
+        MOVE_LABEL,
+    )
+    .crd(
+        "infrastructure.cluster.x-k8s.io",
+        "DockerClusterIdentity",
+        false,
+        MOVE_HIERARCHY_LABEL,
+    );
+    f.cluster("ns1", "foo", false)
+        .add(
+            "v1",
+            "Secret",
+            "ns1",
+            "foo-credentials",
+            &[("Cluster", "foo", false)],
+            json!({}),
+        )
+        .add(
+            "external.cluster.x-k8s.io/v1beta2",
+            "ExternalThing",
+            "ns1",
+            "external1",
+            &[],
+            json!({}),
+        )
+        .add(
+            "external.cluster.x-k8s.io/v1beta2",
+            "GlobalThing",
+            "",
+            "global1",
+            &[],
+            json!({}),
+        )
+        .add(
+            INFRA,
+            "DockerClusterIdentity",
+            "",
+            "identity1",
+            &[],
+            json!({}),
+        )
+        .add(
+            "v1",
+            "Secret",
+            "capd-system",
+            "identity1-credentials",
+            &[("DockerClusterIdentity", "identity1", false)],
+            json!({}),
+        );
+    let w = World::start(&f).await;
+    let (groups, kept) = w.plan(&["-n", "ns1"]).await;
+    let mut second = CLUSTER_FOO.to_vec();
+    second.extend([
+        "Secret ns1/foo-credentials",
+        "Secret capd-system/identity1-credentials",
+    ]);
+    assert_eq!(
+        groups,
+        [
+            group(&[
+                "Cluster ns1/foo",
+                "ExternalThing ns1/external1",
+                "GlobalThing /global1",
+                "DockerClusterIdentity /identity1"
+            ]),
+            group(&second),
+        ]
+    );
+    assert_eq!(
+        kept,
+        BTreeSet::from([
+            "GlobalThing /global1".to_string(),
+            "DockerClusterIdentity /identity1".to_string(),
+            "Secret capd-system/identity1-credentials".to_string()
+        ]),
+        "cluster-scoped objects and their hierarchy are copied, never deleted"
+    );
+    w.move_and_check(&["-n", "ns1"]).await;
+}
