@@ -225,6 +225,9 @@ pub struct MoveArgs {
     /// providers that keep state there that controllers cannot rebuild).
     #[arg(long)]
     pub restore_status: bool,
+    /// Writes in flight at once within a move group (objects of one group never own each other).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256), value_name = "N")]
+    pub concurrency: u16,
     /// Back up instead of moving: write the objects (clusterctl's file names) into DIR.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["to_kubeconfig", "to_context", "from_directory"])]
     pub to_directory: Option<std::path::PathBuf>,

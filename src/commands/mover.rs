@@ -440,6 +440,7 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     let options = RunOptions {
         timeout,
         restore_status: args.restore_status,
+        concurrency: usize::from(args.concurrency),
     };
     let reporter = Reporter::new(printer);
     let summary = execute(&plan, &from, &target, &options, clusters.clone(), &reporter).await?;

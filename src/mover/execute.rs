@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -27,6 +28,9 @@ use crate::ready::{CheckStatus, Options, evaluate};
 use crate::snapshot::{ListScope, Snapshot};
 
 pub const FIELD_MANAGER: &str = "kubectl-capi";
+
+/// Writes in flight at once within a move group, unless `--concurrency` says otherwise.
+pub const DEFAULT_CONCURRENCY: usize = 16;
 
 /// The destination management cluster.
 pub struct Destination {
@@ -604,11 +608,24 @@ async fn create_one(
     Ok(created.metadata.uid.clone().unwrap_or_default())
 }
 
-/// Deletes one object from the source: mark it `delete-for-move`, DELETE, strip finalizers.
+/// Deletes one object from the source in two writes: one patch that marks it `delete-for-move`
+/// and drops its finalizers (its Cluster is paused, so no controller acts on either), then the
+/// DELETE, which removes it at once. clusterctl strips finalizers after the DELETE instead; the
+/// end state is the same, without the object lingering as Terminating in between. Should
+/// something re-add a finalizer before the DELETE, the answer still carries the object and the
+/// finalizers are stripped again (a finalizer cannot be added once deletion started).
 async fn delete_one(source: &Cluster, t: &MoveType, object: &DynamicObject) -> Result<()> {
     let reference = ObjectRef::of(object);
     let source_api = api(source, &t.resource, &reference.namespace);
-    let mark = json!({"metadata": {"annotations": {DELETE_FOR_MOVE_ANNOTATION: ""}}});
+    let has_finalizers = object
+        .metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| !f.is_empty());
+    let mut mark = json!({"metadata": {"annotations": {DELETE_FOR_MOVE_ANNOTATION: ""}}});
+    if has_finalizers {
+        mark["metadata"]["finalizers"] = Value::Null;
+    }
     let not_found = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
     match source_api
         .patch(&reference.name, &params(false), &Patch::Merge(&mark))
@@ -622,7 +639,7 @@ async fn delete_one(source: &Cluster, t: &MoveType, object: &DynamicObject) -> R
         }
         Ok(_) => {}
     }
-    match source_api
+    let lingering = match source_api
         .delete(&reference.name, &DeleteParams::default())
         .await
     {
@@ -630,14 +647,13 @@ async fn delete_one(source: &Cluster, t: &MoveType, object: &DynamicObject) -> R
         Err(e) => {
             return Err(source.api_error(e, &format!("deleting {}", reference.kubectl_name())));
         }
-        Ok(_) => {}
-    }
-    if object
-        .metadata
-        .finalizers
-        .as_ref()
-        .is_some_and(|f| !f.is_empty())
-    {
+        // The object itself in the answer means it is still there (Terminating).
+        Ok(answer) => answer
+            .left()
+            .and_then(|still_there| still_there.metadata.finalizers)
+            .is_some_and(|f| !f.is_empty()),
+    };
+    if lingering {
         match source_api
             .patch(
                 &reference.name,
@@ -672,6 +688,8 @@ pub struct RunOptions {
     pub timeout: Duration,
     /// Replay `.status` after create.
     pub restore_status: bool,
+    /// Writes in flight at once within a move group.
+    pub concurrency: usize,
 }
 
 /// How objects are created in the target.
@@ -680,6 +698,8 @@ pub struct Creating {
     /// An object already there is updated (a move re-run); otherwise kept with its UID reused.
     pub update_existing: bool,
     pub restore_status: bool,
+    /// Creates in flight at once within a group.
+    pub concurrency: usize,
 }
 
 /// Runs the move after a passed preflight.
@@ -705,6 +725,7 @@ pub async fn run(
         Creating {
             update_existing: true,
             restore_status: options.restore_status,
+            concurrency: options.concurrency,
         },
         progress,
     )
@@ -718,18 +739,23 @@ pub async fn run(
         .count();
     progress.begin(Phase::Delete, to_delete);
     for group in plan.groups.iter().rev() {
-        for uid in group.iter().filter(|u| !plan.kept_in_source.contains(*u)) {
-            let node = plan.node(uid);
-            let (Some(t), Some(object)) = (
-                type_of(types, &node.reference),
-                fresh.get(uid).cloned().or_else(|| node.object.clone()),
-            ) else {
-                continue;
-            };
+        let jobs = group
+            .iter()
+            .filter(|u| !plan.kept_in_source.contains(*u))
+            .filter_map(|uid| {
+                let node = plan.node(uid);
+                let t = type_of(types, &node.reference)?;
+                let object = fresh.get(uid).cloned().or_else(|| node.object.clone())?;
+                Some((node, t, object))
+            });
+        deleted += stream::iter(jobs.map(|(node, t, object)| async move {
             delete_one(source, t, &object).await?;
-            deleted += 1;
             progress.done(Phase::Delete, &node.reference);
-        }
+            Ok::<_, Error>(())
+        }))
+        .buffer_unordered(options.concurrency.max(1))
+        .try_fold(0, |n, ()| async move { Ok(n + 1) })
+        .await?;
     }
     progress.end(Phase::Delete);
     set_paused(&target.cluster, plan, types, false, progress).await?;
@@ -771,6 +797,9 @@ pub async fn create_groups(
     let mut namespaces: BTreeSet<String> = BTreeSet::new();
     progress.begin(Phase::Create, plan.groups.iter().map(Vec::len).sum());
     for group in &plan.groups {
+        // Objects of one group never own each other, so they are created in parallel; their
+        // owners' target UIDs are all known from the groups before.
+        let mut jobs = Vec::new();
         for uid in group {
             let node = plan.node(uid);
             let Some(t) = type_of(types, &node.reference) else {
@@ -787,35 +816,36 @@ pub async fn create_groups(
             if !namespace.is_empty() && namespaces.insert(namespace.clone()) {
                 ensure_namespace(&target.cluster, &namespace).await?;
             }
-            let (body, managed) = target_body(plan, &object, &created.uids);
             if crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION) {
                 created.frozen.push(node.reference.clone());
             }
-            let keep_existing = node.is_global || node.global_hierarchy || !how.update_existing;
-            let status = object
-                .data
-                .get("status")
-                .filter(|s| how.restore_status && t.status && !s.is_null())
-                .cloned();
-            let new_uid =
-                create_one(&target.cluster, t, keep_existing, body, managed, &namespace).await?;
-            if let Some(status) = status {
-                api(&target.cluster, &t.resource, &namespace)
-                    .patch_status(
-                        &node.reference.name,
-                        &params(false),
-                        &Patch::Merge(&json!({"status": status})),
-                    )
-                    .await
-                    .map_err(|e| {
-                        target.cluster.api_error(
-                            e,
-                            &format!("restoring the status of {}", node.reference.kubectl_name()),
-                        )
-                    })?;
-            }
-
-            created.uids.insert(uid.clone(), new_uid);
+            jobs.push((uid, node, t, object, namespace));
+        }
+        let uids = &created.uids;
+        let results: Vec<(String, String, &MoveType)> = stream::iter(jobs.into_iter().map(
+            |(uid, node, t, object, namespace)| async move {
+                let (body, managed) = target_body(plan, &object, uids);
+                let keep_existing = node.is_global || node.global_hierarchy || !how.update_existing;
+                let status = object
+                    .data
+                    .get("status")
+                    .filter(|s| how.restore_status && t.status && !s.is_null())
+                    .cloned();
+                let new_uid =
+                    create_one(&target.cluster, t, keep_existing, body, managed, &namespace)
+                        .await?;
+                if let Some(status) = status {
+                    restore_status(&target.cluster, t, &node.reference, &namespace, status).await?;
+                }
+                progress.done(Phase::Create, &node.reference);
+                Ok::<_, Error>((uid.clone(), new_uid, t))
+            },
+        ))
+        .buffer_unordered(how.concurrency.max(1))
+        .try_collect()
+        .await?;
+        for (uid, new_uid, t) in results {
+            created.uids.insert(uid, new_uid);
             *created
                 .per_kind
                 .entry(
@@ -824,11 +854,34 @@ pub async fn create_groups(
                         .to_string(),
                 )
                 .or_default() += 1;
-            progress.done(Phase::Create, &node.reference);
         }
     }
     progress.end(Phase::Create);
     Ok(created)
+}
+
+/// `--restore-status`: replays an object's `.status` through the status subresource.
+async fn restore_status(
+    target: &Cluster,
+    t: &MoveType,
+    reference: &ObjectRef,
+    namespace: &str,
+    status: Value,
+) -> Result<()> {
+    api(target, &t.resource, namespace)
+        .patch_status(
+            &reference.name,
+            &params(false),
+            &Patch::Merge(&json!({"status": status})),
+        )
+        .await
+        .map_err(|e| {
+            target.api_error(
+                e,
+                &format!("restoring the status of {}", reference.kubectl_name()),
+            )
+        })?;
+    Ok(())
 }
 
 /// `--to-directory`: pause the source, write every moved object, unpause the source.
@@ -868,6 +921,7 @@ pub async fn restore(
         Creating {
             update_existing: false,
             restore_status: false,
+            concurrency: DEFAULT_CONCURRENCY,
         },
         progress,
     )

@@ -295,6 +295,15 @@ impl World {
         }
     }
 
+    /// Writes by the plugin in either server that changed state, in order per server.
+    fn plugin_writes(&self) -> Vec<capi_sandbox::RequestRecord> {
+        [&self.source, &self.target]
+            .iter()
+            .flat_map(|s| s.mutations())
+            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .collect()
+    }
+
     async fn plugin(&self, args: &[&str]) -> crate::common::Output {
         run_plugin(Some(&self.dir.path().join("kubeconfig")), args).await
     }
@@ -350,8 +359,30 @@ impl World {
         let (groups, kept) = self.plan(args).await;
         let mut full = vec!["move", "--context", "source", "--to-context", "target"];
         full.extend_from_slice(args);
+        let before = self.plugin_writes().len();
         let out = self.plugin(&full).await;
         assert_eq!(out.code, 0, "{}", out.stderr);
+
+        // At most four writes per moved object (create, managedFields, mark, DELETE), plus the
+        // pause and unpause of each Cluster and ClusterClass and the namespaces made.
+        let writes: Vec<capi_sandbox::RequestRecord> =
+            self.plugin_writes().into_iter().skip(before).collect();
+        let moved = groups.iter().map(Vec::len).sum::<usize>();
+        let pausable = groups
+            .iter()
+            .flatten()
+            .filter(|k| k.starts_with("Cluster ") || k.starts_with("ClusterClass "))
+            .count();
+        let namespaces = writes.iter().filter(|r| r.resource == "namespaces").count();
+        assert!(
+            writes.len() <= 4 * moved + 2 * pausable + namespaces,
+            "{} writes for {moved} objects: {:?}",
+            writes.len(),
+            writes
+                .iter()
+                .map(|r| format!("{} {} {:?}", r.verb, r.resource, r.name))
+                .collect::<Vec<_>>()
+        );
 
         let in_target: BTreeMap<String, Value> = self
             .target
@@ -439,7 +470,8 @@ async fn a_cluster() {
         w.plan(&["-n", "ns1"]).await.0,
         [group(&["Cluster ns1/foo"]), group(&CLUSTER_FOO)]
     );
-    w.move_and_check(&["-n", "ns1"]).await;
+    // Sequential writes (clusterctl's way) give the same result as the parallel default.
+    w.move_and_check(&["-n", "ns1", "--concurrency", "1"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
