@@ -2,6 +2,7 @@
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
+use super::retry::{RetrySettings, retrying};
 use crate::error::{Error, Result};
 use crate::settings::Connection;
 
@@ -22,11 +23,12 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Wraps an existing client (tests use in-process sandbox clients).
+    /// Wraps an existing client (tests use in-process sandbox clients) behind the same retry
+    /// layer as a connected one.
     pub fn from_client(client: kube::Client, url: &str) -> Cluster {
         Cluster {
             default_namespace: client.default_namespace().to_string(),
-            client,
+            client: retrying(client, RetrySettings::default()),
             url: url.to_string(),
             identity: "unknown".into(),
         }
@@ -127,7 +129,7 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
     let client = kube::Client::try_from(config)
         .map_err(|e| Error::from_kube(e, &url, "building the client"))?;
     Ok(Cluster {
-        client,
+        client: retrying(client, RetrySettings::default()),
         url,
         default_namespace,
         identity,

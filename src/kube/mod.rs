@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod connect;
+pub mod retry;
 pub mod watch;
 
 pub use catalog::{Catalog, KindInfo};

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use capi_sandbox::apiserver::{KubeconfigEntry, write_kubeconfig};
 use capi_sandbox::crds::{self, Dialect};
-use capi_sandbox::{ApiServer, ServerOptions, Serving};
+use capi_sandbox::{ApiServer, FaultAction, FaultRule, ServerOptions, Serving};
 use serde_json::{Value, json};
 
 use crate::common::run_plugin;
@@ -937,4 +937,156 @@ async fn external_objects_a_global_identity_and_credentials() {
         "cluster-scoped objects and their hierarchy are copied, never deleted"
     );
     w.move_and_check(&["-n", "ns1"]).await;
+}
+
+/// Each object as the end state knows it: owners by kind and name, spec, labels — no UIDs,
+/// versions or timestamps, which differ between any two runs.
+fn end_state(server: &ApiServer) -> BTreeMap<String, Value> {
+    server
+        .dump()
+        .into_iter()
+        .filter(|o| {
+            !matches!(
+                o["kind"].as_str(),
+                Some("CustomResourceDefinition") | Some("Event")
+            )
+        })
+        .map(|o| {
+            let owners: Vec<Value> = o["metadata"]["ownerReferences"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| {
+                    json!([
+                        r["kind"],
+                        r["name"],
+                        r["controller"],
+                        r["blockOwnerDeletion"]
+                    ])
+                })
+                .collect();
+            let mut annotations = o["metadata"]["annotations"].clone();
+            if let Some(map) = annotations.as_object_mut() {
+                map.remove("kubectl.kubernetes.io/last-applied-configuration");
+            }
+            (
+                key(&o),
+                json!({"owners": owners, "spec": o["spec"], "labels": o["metadata"]["labels"],
+                    "annotations": annotations, "finalizers": o["metadata"]["finalizers"]}),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_through_failing_writes_ends_like_a_clean_one() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", true).machine(
+        "ns1",
+        "foo",
+        "cp1",
+        ("KubeadmControlPlane", "foo", true),
+        true,
+    );
+    f.add(
+        CORE,
+        "MachineDeployment",
+        "ns1",
+        "md1",
+        &[("Cluster", "foo", false)],
+        json!({}),
+    )
+    .templates("ns1", "foo", "md1", true)
+    .add(
+        CORE,
+        "MachineSet",
+        "ns1",
+        "md1-a",
+        &[("MachineDeployment", "md1", true)],
+        json!({}),
+    );
+    for m in ["w1", "w2", "w3"] {
+        f.machine("ns1", "foo", m, ("MachineSet", "md1-a", true), true);
+    }
+    let clean = World::start(&f).await;
+    clean.move_and_check(&["-n", "ns1"]).await;
+
+    let faulty = World::start(&f).await;
+    // About one write in ten fails: server errors, throttling with Retry-After, conflicts, slow
+    // answers, connections dropped before or after the write was applied.
+    let writes = ["create", "update", "patch", "delete"];
+    for server in [&faulty.source, &faulty.target] {
+        for (action, p) in [
+            (
+                FaultAction::Fail {
+                    code: 500,
+                    retry_after: None,
+                },
+                0.02,
+            ),
+            (
+                FaultAction::Fail {
+                    code: 503,
+                    retry_after: None,
+                },
+                0.01,
+            ),
+            (
+                FaultAction::Fail {
+                    code: 429,
+                    retry_after: Some(1),
+                },
+                0.01,
+            ),
+            (
+                FaultAction::Fail {
+                    code: 409,
+                    retry_after: None,
+                },
+                0.02,
+            ),
+            (
+                FaultAction::Latency(std::time::Duration::from_millis(30)),
+                0.02,
+            ),
+            (FaultAction::Drop, 0.01),
+            (FaultAction::ApplyThenDrop, 0.01),
+        ] {
+            server.inject(
+                FaultRule::new(action)
+                    .verbs(&writes)
+                    .agent("kubectl-capi/")
+                    .probability(p),
+            );
+        }
+    }
+    // And two that surely happen: the Cluster's create fails once, a Machine's DELETE is
+    // throttled once.
+    faulty.target.inject(
+        FaultRule::new(FaultAction::Fail {
+            code: 500,
+            retry_after: None,
+        })
+        .verbs(&["create"])
+        .resource("clusters")
+        .times(1),
+    );
+    faulty.source.inject(
+        FaultRule::new(FaultAction::Fail {
+            code: 429,
+            retry_after: Some(1),
+        })
+        .verbs(&["delete"])
+        .resource("machines")
+        .times(1),
+    );
+    faulty.move_and_check(&["-n", "ns1"]).await;
+    let injected = [&faulty.source, &faulty.target]
+        .iter()
+        .flat_map(|s| s.requests())
+        .filter(|r| r.agent.starts_with("kubectl-capi/") && [429, 500, 503].contains(&r.code))
+        .count();
+    assert!(injected >= 2, "{injected} faults answered");
+    assert_eq!(end_state(&faulty.target), end_state(&clean.target));
+    assert_eq!(end_state(&faulty.source), end_state(&clean.source));
 }

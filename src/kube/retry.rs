@@ -1,0 +1,238 @@
+//! The plugin's one retry layer. Every client is wrapped in it — over HTTP and in-process alike —
+//! and kube's own retry is switched off, so a request is retried by exactly one policy that
+//! classifies the answer: 429 waits for `Retry-After` (else backs off), 500/502/503/504 and lost
+//! connections back off, a 409 whose reason is `Conflict` backs off (an `AlreadyExists` is an
+//! answer, not a failure), everything else — validation errors included — returns at once.
+//!
+//! Writes are safe to repeat here because move's writes are idempotent at the operation level:
+//! a repeated create answers AlreadyExists, a repeated DELETE NotFound, a merge patch converges.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use kube::client::Body;
+
+/// How hard to try.
+#[derive(Debug, Clone, Copy)]
+pub struct RetrySettings {
+    /// Attempts in all, the first included.
+    pub attempts: u32,
+    /// First backoff; doubled per attempt, with jitter, up to `max_backoff`.
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+    /// The longest `Retry-After` honoured; a longer one fails the request instead.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        RetrySettings {
+            attempts: 6,
+            backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_secs(5),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetrySettings {
+    /// The backoff before attempt `attempt + 1`: exponential, capped, with ±25% jitter so that
+    /// parallel writers do not retry in lockstep.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let base = self
+            .backoff
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
+            .min(self.max_backoff);
+        base.mul_f64(0.75 + fastrand::f64() * 0.5)
+    }
+}
+
+/// What to do with an answer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Return it to the caller.
+    Done,
+    /// Try again after this long.
+    RetryAfter(Duration),
+    /// Try again after the backoff.
+    Backoff,
+    /// A 409: retry only if the Status reason is `Conflict` (needs the body).
+    Inspect409,
+}
+
+/// Classifies a status code and its `Retry-After` header. Pure, so it is tested without a server.
+pub fn classify(
+    status: StatusCode,
+    retry_after: Option<&str>,
+    settings: &RetrySettings,
+) -> Verdict {
+    match status.as_u16() {
+        429 => match retry_after.and_then(|v| v.trim().parse::<u64>().ok()) {
+            Some(seconds) if Duration::from_secs(seconds) <= settings.max_retry_after => {
+                Verdict::RetryAfter(Duration::from_secs(seconds))
+            }
+            Some(_) => Verdict::Done,
+            None => Verdict::Backoff,
+        },
+        500 | 502 | 503 | 504 => Verdict::Backoff,
+        409 => Verdict::Inspect409,
+        _ => Verdict::Done,
+    }
+}
+
+/// Errors below the HTTP answer (connection refused, reset, dropped, timed out) are transient.
+fn transient(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_))
+}
+
+fn clone_request(request: &Request<Body>) -> Option<Request<Body>> {
+    let body = request.body().try_clone()?;
+    let mut copy = Request::builder()
+        .method(request.method().clone())
+        .uri(request.uri().clone())
+        .version(request.version())
+        .body(body)
+        .ok()?;
+    *copy.headers_mut() = request.headers().clone();
+    *copy.extensions_mut() = request.extensions().clone();
+    Some(copy)
+}
+
+/// Sends a request through `client`, retrying as the module says.
+pub async fn send(
+    client: &kube::Client,
+    mut request: Request<Body>,
+    settings: &RetrySettings,
+) -> Result<Response<Body>, kube::Error> {
+    let mut attempt = 1;
+    loop {
+        let spare = if attempt < settings.attempts {
+            clone_request(&request)
+        } else {
+            None
+        };
+        let Some(spare) = spare else {
+            return client.send(request).await;
+        };
+        let delay = match client.send(request).await {
+            Err(e) if transient(&e) => settings.backoff(attempt),
+            Err(e) => return Err(e),
+            Ok(response) => {
+                let retry_after = response
+                    .headers()
+                    .get(http::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok());
+                match classify(response.status(), retry_after, settings) {
+                    Verdict::Done => return Ok(response),
+                    Verdict::RetryAfter(delay) => delay,
+                    Verdict::Backoff => settings.backoff(attempt),
+                    Verdict::Inspect409 => {
+                        let (parts, body) = response.into_parts();
+                        let bytes = body
+                            .collect()
+                            .await
+                            .map_err(|e| kube::Error::Service(e.into()))?
+                            .to_bytes();
+                        let reason = serde_json::from_slice::<serde_json::Value>(&bytes)
+                            .ok()
+                            .and_then(|v| v["reason"].as_str().map(str::to_string));
+                        if reason.as_deref() != Some("Conflict") {
+                            return Ok(Response::from_parts(parts, Body::from(bytes)));
+                        }
+                        settings.backoff(attempt)
+                    }
+                }
+            }
+        };
+        tokio::time::sleep(delay).await;
+        request = spare;
+        attempt += 1;
+    }
+}
+
+/// A client service that sends through [`send`]; wrap any client with [`retrying`].
+#[derive(Clone)]
+pub struct Retrying {
+    inner: kube::Client,
+    settings: RetrySettings,
+}
+
+type Answer = Pin<Box<dyn Future<Output = Result<Response<Body>, kube::Error>> + Send>>;
+
+impl tower::Service<Request<Body>> for Retrying {
+    type Response = Response<Body>;
+    type Error = kube::Error;
+    type Future = Answer;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // The inner client buffers; readiness is awaited per request inside `send`.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let client = self.inner.clone();
+        let settings = self.settings;
+        Box::pin(async move { send(&client, request, &settings).await })
+    }
+}
+
+/// `client` with the plugin's retry layer in front.
+pub fn retrying(client: kube::Client, settings: RetrySettings) -> kube::Client {
+    let namespace = client.default_namespace().to_string();
+    kube::Client::new(
+        Retrying {
+            inner: client,
+            settings,
+        },
+        namespace,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_classified() {
+        let s = RetrySettings::default();
+        let c = |code: u16, after: Option<&str>| {
+            classify(StatusCode::from_u16(code).unwrap(), after, &s)
+        };
+        assert_eq!(
+            c(429, Some("2")),
+            Verdict::RetryAfter(Duration::from_secs(2))
+        );
+        assert_eq!(c(429, None), Verdict::Backoff);
+        assert_eq!(c(429, Some("soon")), Verdict::Backoff);
+        assert_eq!(
+            c(429, Some("3600")),
+            Verdict::Done,
+            "beyond the longest wait: give up"
+        );
+        for code in [500, 502, 503, 504] {
+            assert_eq!(c(code, None), Verdict::Backoff, "{code}");
+        }
+        assert_eq!(c(409, None), Verdict::Inspect409);
+        for code in [200, 201, 400, 401, 403, 404, 410, 422] {
+            assert_eq!(c(code, None), Verdict::Done, "{code}");
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_within_jitter_and_is_capped() {
+        let s = RetrySettings::default();
+        for attempt in 1..=4u32 {
+            let expected = s.backoff.as_secs_f64() * f64::from(1u32 << (attempt - 1));
+            let got = s.backoff(attempt).as_secs_f64();
+            assert!(
+                got >= expected * 0.75 && got <= expected * 1.25,
+                "{attempt}: {got}"
+            );
+        }
+        assert!(s.backoff(30) <= s.max_backoff.mul_f64(1.25));
+    }
+}
