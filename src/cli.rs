@@ -225,6 +225,14 @@ pub struct MoveArgs {
     /// providers that keep state there that controllers cannot rebuild).
     #[arg(long)]
     pub restore_status: bool,
+    /// First freeze the Clusters' scaling (as `kubectl capi pause`), and after the move release
+    /// that freeze in the target (as `kubectl capi resume`).
+    #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory"])]
+    pub freeze: bool,
+    /// First wait until the Clusters can be moved (as `kubectl capi ready --wait`, within
+    /// --timeout).
+    #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory"])]
+    pub wait_ready: bool,
     /// Writes in flight at once within a move group (objects of one group never own each other).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256), value_name = "N")]
     pub concurrency: u16,

@@ -8,9 +8,10 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use serde::Serialize;
 
-use crate::cli::MoveArgs;
+use crate::cli::{FreezeSelection, MoveArgs, ReadyArgs};
 use crate::error::{Error, Result};
 use crate::freeze::apply::DryRun;
+use crate::freeze::apply::Mode;
 use crate::kube::{Catalog, connect};
 use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
@@ -288,7 +289,127 @@ async fn restore(
     Ok(ExitStatus::Success)
 }
 
+/// The target's connection: the source's flags with `--to-kubeconfig` and `--to-context`.
+fn target_connection(args: &MoveArgs, settings: &Settings) -> crate::settings::Connection {
+    let mut connection = settings.connection.clone();
+    if let Some(path) = &args.to_kubeconfig {
+        connection.kubeconfig = Some(path.clone());
+    }
+    connection.context = args.to_context.clone();
+    connection.cluster = None;
+    connection.user = None;
+    connection
+}
+
+/// `move`, optionally wrapped in the whole story: `--freeze` (pause scaling first, release it
+/// in the target after), `--wait-ready` (wait until the Clusters can be moved). The steps print
+/// to stderr; stdout carries only the move's result.
 pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
+    if !args.freeze && !args.wait_ready {
+        return move_once(args, settings, printer).await;
+    }
+    let step_settings = Settings {
+        output: OutputFormat::Table,
+        ..settings.clone()
+    };
+    let step = printer.step();
+    let names = args.clusters.join(" ");
+    let release_hint = |context: &str| {
+        format!(
+            "`kubectl capi resume {}`{context}",
+            if names.is_empty() { "--all" } else { &names }
+        )
+    };
+    let selection = FreezeSelection {
+        clusters: args.clusters.clone(),
+        all: args.clusters.is_empty(),
+        wait: false,
+        timeout: args.timeout.clone(),
+        dry_run: None,
+    };
+    if args.freeze {
+        let frozen = crate::commands::freeze::run(
+            Mode::Freeze,
+            &selection,
+            Some("kubectl capi move --freeze"),
+            false,
+            &step_settings,
+            &step,
+        )
+        .await?;
+        if frozen != ExitStatus::Success {
+            return Ok(frozen);
+        }
+    }
+    let still_frozen = if args.freeze {
+        format!(
+            "; their scaling stays frozen — run this command again to continue, or {} to release it",
+            release_hint("")
+        )
+    } else {
+        String::new()
+    };
+    if args.wait_ready {
+        let ready = ReadyArgs {
+            clusters: args.clusters.clone(),
+            wait: true,
+            timeout: args.timeout.clone(),
+            details: false,
+            strict: false,
+        };
+        let status = crate::commands::ready::run(&ready, &step_settings, &step).await?;
+        if status != ExitStatus::Success {
+            eprintln!(
+                "error: the Clusters did not become ready to move within {}{still_frozen}",
+                args.timeout
+            );
+            return Ok(status);
+        }
+    }
+    let moved = match move_once(args, settings, printer).await {
+        Ok(ExitStatus::Success) => ExitStatus::Success,
+        Ok(other) => {
+            if args.freeze {
+                eprintln!("note: nothing was moved{still_frozen}");
+            }
+            return Ok(other);
+        }
+        Err(e) => {
+            if args.freeze {
+                eprintln!("note: the move failed{still_frozen}");
+            }
+            return Err(e);
+        }
+    };
+    if args.freeze {
+        let target_settings = Settings {
+            connection: target_connection(args, settings),
+            ..step_settings.clone()
+        };
+        let released = crate::commands::freeze::run(
+            Mode::Resume,
+            &selection,
+            None,
+            false,
+            &target_settings,
+            &step,
+        )
+        .await;
+        if !matches!(released, Ok(ExitStatus::Success)) {
+            eprintln!(
+                "note: the move succeeded, but releasing the freeze in the target failed; run {} there",
+                release_hint(&format!(
+                    " --context {}",
+                    args.to_context.as_deref().unwrap_or("<target>")
+                ))
+            );
+            return released;
+        }
+    }
+    Ok(moved)
+}
+
+async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
     if let Some(directory) = &args.from_directory {
         return restore(args, directory, dry_run, settings, printer).await;
@@ -391,14 +512,7 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     let target = if dry_run == DryRun::Client {
         None
     } else {
-        let mut connection = settings.connection.clone();
-        if let Some(path) = &args.to_kubeconfig {
-            connection.kubeconfig = Some(path.clone());
-        }
-        connection.context = args.to_context.clone();
-        connection.cluster = None;
-        connection.user = None;
-        let cluster = connect(&connection).await?;
+        let cluster = connect(&target_connection(args, settings)).await?;
         let catalog = Catalog::discover(&cluster).await?;
         Some(Destination { cluster, catalog })
     };
@@ -467,7 +581,7 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
                 e.reason
             ));
         }
-        if !summary.frozen_in_target.is_empty() {
+        if !summary.frozen_in_target.is_empty() && !args.freeze {
             let names: Vec<&str> = summary.clusters.iter().map(|c| c.name.as_str()).collect();
             printer.info(&format!(
                 "note: {} object(s) frozen by kubectl capi pause stay frozen in the target; run `kubectl capi resume {} --context {}` there",

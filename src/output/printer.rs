@@ -39,6 +39,9 @@ pub struct Printer {
     color: bool,
     progress: bool,
     pub verbosity: u8,
+    /// Data goes to stderr: a step inside a bigger command (move --freeze), whose own data is
+    /// the command's result.
+    data_to_stderr: bool,
 }
 
 fn color_enabled(choice: ColorChoice, stream_is_tty: bool) -> bool {
@@ -68,6 +71,7 @@ impl Printer {
             color,
             progress: stderr_tty && !dumb && !format.is_structured() && verbosity == 0,
             verbosity,
+            data_to_stderr: false,
         }
     }
 
@@ -78,6 +82,7 @@ impl Printer {
             color: false,
             progress: false,
             verbosity: 0,
+            data_to_stderr: false,
         }
     }
 
@@ -98,8 +103,26 @@ impl Printer {
         }
     }
 
+    /// The printer for a step of a composed command: human output, on stderr.
+    pub fn step(&self) -> Printer {
+        Printer {
+            format: OutputFormat::Table,
+            color: false,
+            progress: self.progress,
+            verbosity: self.verbosity,
+            data_to_stderr: true,
+        }
+    }
+
     /// Writes data to stdout. A closed pipe (`| head`) is not an error worth reporting.
     pub fn data(&self, text: &str) {
+        if self.data_to_stderr {
+            eprint!("{text}");
+            if !text.ends_with('\n') && !text.is_empty() {
+                eprintln!();
+            }
+            return;
+        }
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
         if !text.ends_with('\n') && !text.is_empty() {

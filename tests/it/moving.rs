@@ -663,3 +663,122 @@ async fn status_is_replayed_only_with_restore_status() {
         "not restored by default, as clusterctl"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_command_freezes_waits_moves_and_releases_the_freeze_in_the_target() {
+    let pair = Pair::start(Dialect::V1beta2, &[workload("seed", 1, 1)]).await;
+    let source = &pair.env.source;
+    source.controllers.holds.hold(None, Step::Node);
+    capi_sandbox::api::merge_patch(
+        &source.server.client(),
+        "controlplane.cluster.x-k8s.io/v1beta2",
+        "KubeadmControlPlane",
+        "default",
+        "seed-control-plane",
+        &json!({"spec": {"replicas": 3}}),
+    )
+    .await
+    .unwrap();
+    while source.controllers.holds.waiting().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let cloud_before = pair.env.cloud.totals();
+    // While the node is held, the wait times out: exit 1, nothing moved, the freeze stays and
+    // the message says how to go on.
+    let timed_out = pair
+        .move_(&["seed", "--freeze", "--wait-ready", "--timeout", "1s"])
+        .await;
+    assert_eq!(timed_out.code, 1, "{}", timed_out.stderr);
+    assert!(
+        timed_out
+            .stderr
+            .contains("did not become ready to move within 1s")
+            && timed_out
+                .stderr
+                .contains("run this command again to continue"),
+        "{}",
+        timed_out.stderr
+    );
+    assert!(pair.plugin_writes(&pair.env.target).is_empty());
+    let kcp = source
+        .server
+        .object(
+            "controlplane.cluster.x-k8s.io",
+            "kubeadmcontrolplanes",
+            "default",
+            "seed-control-plane",
+        )
+        .unwrap();
+    assert!(kcp["metadata"]["annotations"]["kubectl-capi.dev/frozen"].is_string());
+
+    // Run again; the in-flight Machine gets its node while the command waits.
+    let holds = source.controllers.holds.clone();
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        holds.release_all();
+    });
+
+    let out = pair
+        .move_(&[
+            "seed",
+            "--freeze",
+            "--wait-ready",
+            "--timeout",
+            "60s",
+            "-o",
+            "json",
+        ])
+        .await;
+    release.await.unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let summary: Value = serde_json::from_str(&out.stdout).expect("stdout is the summary alone");
+    assert_eq!(summary["kind"], "MoveSummary");
+    assert!(
+        timed_out.stderr.contains("seed-control-plane frozen")
+            && out
+                .stderr
+                .contains("seed-control-plane already frozen by kubectl-capi")
+            && out.stderr.contains("seed-control-plane resumed"),
+        "the steps report on stderr: {}",
+        out.stderr
+    );
+    assert!(
+        pair.objects(&pair.env.source, "default")
+            .iter()
+            .all(|o| o["kind"] == "ConfigMap"),
+        "nothing left in the source"
+    );
+    // Released in the target: the scale-up to 3 finishes there.
+    pair.env
+        .wait_provisioned(&pair.env.target, "default", "seed", SETTLE)
+        .await
+        .unwrap();
+    let kcp = pair
+        .env
+        .target
+        .server
+        .object(
+            "controlplane.cluster.x-k8s.io",
+            "kubeadmcontrolplanes",
+            "default",
+            "seed-control-plane",
+        )
+        .unwrap();
+    assert!(
+        kcp["metadata"]["annotations"]
+            .as_object()
+            .is_none_or(|a| !a.contains_key("cluster.x-k8s.io/paused")
+                && !a.contains_key("kubectl-capi.dev/frozen")),
+        "{kcp}"
+    );
+    assert_eq!(
+        Progress::of(&pair.env.target.server, Dialect::V1beta2, "default", "seed").with_node,
+        4
+    );
+    let (created, deleted) = pair.env.cloud.totals();
+    assert_eq!(
+        (created - cloud_before.0, deleted - cloud_before.1),
+        (1, 0),
+        "the in-flight machine finished in the source, the third was created in the target"
+    );
+}
