@@ -41,7 +41,7 @@ impl Dialect {
 }
 
 /// The object reference every command's JSON uses.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectRef {
     pub api_version: String,

@@ -5,6 +5,7 @@ pub mod directory;
 pub mod discover;
 pub mod execute;
 pub mod graph;
+pub mod journal;
 pub mod plan;
 pub mod progress;
 #[cfg(test)]

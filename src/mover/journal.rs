@@ -1,0 +1,345 @@
+//! The move's journal: the plan and how far the move got, written before the first write and at
+//! every step, so that an interrupted move can be resumed (or, before deletion started, rolled
+//! back) by this tool. It names objects and UIDs only — never their contents, so no Secret data.
+//!
+//! Its path is derived from what is moved (source server, target server, namespace, Cluster
+//! names), so that running the same command again finds it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::MovePlan;
+use crate::error::{Error, Result};
+use crate::model::ObjectRef;
+
+/// Where a move is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Stage {
+    /// Planned and checked; pausing the source.
+    Pausing,
+    /// Creating in the target (the source is paused, nothing deleted).
+    Creating,
+    /// Every object exists in the target; deleting from the source.
+    Deleting,
+    /// Deleted; unpausing in the target.
+    Unpausing,
+    Done,
+    RolledBack,
+}
+
+impl Stage {
+    pub fn finished(self) -> bool {
+        matches!(self, Stage::Done | Stage::RolledBack)
+    }
+}
+
+/// One moved object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    #[serde(flatten)]
+    pub object: ObjectRef,
+    /// The REST resource (plural), to act on the object without rediscovering its type.
+    pub resource: String,
+    pub namespaced: bool,
+    pub uid: String,
+    /// Its move group (create ascending, delete descending).
+    pub group: usize,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept_in_source: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_uid: Option<String>,
+    /// Created by this move (it was not in the target before): a rollback removes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub created: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    pub server: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Journal {
+    pub api_version: String,
+    pub kind: String,
+    pub source: Endpoint,
+    pub target: Endpoint,
+    /// `None`: all namespaces.
+    pub namespace: Option<String>,
+    /// The Clusters named on the command line (empty: every Cluster in scope).
+    pub clusters: Vec<String>,
+    pub stage: Stage,
+    /// The Clusters and ClusterClasses this move pauses in the source.
+    pub paused: Vec<ObjectRef>,
+    pub entries: Vec<Entry>,
+}
+
+impl Journal {
+    pub fn new(
+        plan: &MovePlan,
+        resource_of: impl Fn(&ObjectRef) -> Option<(String, bool)>,
+        source: Endpoint,
+        target: Endpoint,
+        namespace: Option<String>,
+        clusters: Vec<String>,
+    ) -> Journal {
+        let mut entries = Vec::new();
+        let mut paused = Vec::new();
+        for (group, uids) in plan.groups.iter().enumerate() {
+            for uid in uids {
+                let node = plan.node(uid);
+                let Some((resource, namespaced)) = resource_of(&node.reference) else {
+                    continue;
+                };
+                if node.reference.group() == crate::names::CORE_GROUP
+                    && matches!(node.reference.kind.as_str(), "Cluster" | "ClusterClass")
+                {
+                    paused.push(node.reference.clone());
+                }
+                entries.push(Entry {
+                    object: node.reference.clone(),
+                    resource,
+                    namespaced,
+                    uid: uid.clone(),
+                    group,
+                    kept_in_source: plan.kept_in_source.contains(uid),
+                    target_uid: None,
+                    created: false,
+                    deleted: false,
+                });
+            }
+        }
+        Journal {
+            api_version: "kubectl-capi/v1".into(),
+            kind: "MoveJournal".into(),
+            source,
+            target,
+            namespace,
+            clusters,
+            stage: Stage::Pausing,
+            paused,
+            entries,
+        }
+    }
+
+    /// The file name for a move of these Clusters between these servers.
+    pub fn file_name(
+        source: &str,
+        target: &str,
+        namespace: Option<&str>,
+        clusters: &[String],
+    ) -> String {
+        let mut names = clusters.to_vec();
+        names.sort();
+        let key = format!(
+            "{source}\n{target}\n{}\n{}",
+            namespace.unwrap_or("*"),
+            names.join(",")
+        );
+        format!(
+            "move-{}-{:016x}.json",
+            namespace.unwrap_or("all-namespaces"),
+            fnv1a(key.as_bytes())
+        )
+    }
+
+    pub fn load(path: &Path) -> Result<Journal> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::Usage(format!(
+                "cannot read the move journal {}: {e}",
+                path.display()
+            ))
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            Error::Usage(format!(
+                "{} is not a kubectl-capi move journal ({e}); pass the right --journal",
+                path.display()
+            ))
+        })
+    }
+
+    /// Writes the journal atomically (temporary file, then rename), 0600 in a 0700 directory.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let fail = |e: std::io::Error| {
+            Error::Usage(format!(
+                "cannot write the move journal {}: {e}; pass a writable --journal PATH",
+                path.display()
+            ))
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            create_private_dir(dir).map_err(fail)?;
+        }
+        let temporary = path.with_extension("json.partial");
+        {
+            let mut file = private_file(&temporary).map_err(fail)?;
+            file.write_all(&serde_json::to_vec(self).expect("journal serialises"))
+                .map_err(fail)?;
+            file.sync_all().map_err(fail)?;
+        }
+        std::fs::rename(&temporary, path).map_err(fail)
+    }
+
+    pub fn entry_mut(&mut self, uid: &str) -> Option<&mut Entry> {
+        self.entries.iter_mut().find(|e| e.uid == uid)
+    }
+}
+
+/// `$XDG_STATE_HOME/kubectl-capi/moves`, else `~/.local/state/kubectl-capi/moves`.
+pub fn default_dir() -> PathBuf {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(std::env::temp_dir);
+    state.join("kubectl-capi").join("moves")
+}
+
+/// 64-bit FNV-1a: a stable name for the same move across runs and builds.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+#[cfg(unix)]
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::create(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Journal {
+        let object = ObjectRef {
+            api_version: "v1".into(),
+            kind: "Secret".into(),
+            namespace: "ns".into(),
+            name: "c-kubeconfig".into(),
+        };
+        Journal {
+            api_version: "kubectl-capi/v1".into(),
+            kind: "MoveJournal".into(),
+            source: Endpoint {
+                server: "https://a".into(),
+                context: None,
+            },
+            target: Endpoint {
+                server: "https://b".into(),
+                context: Some("b".into()),
+            },
+            namespace: Some("ns".into()),
+            clusters: vec![],
+            stage: Stage::Creating,
+            paused: vec![],
+            entries: vec![Entry {
+                object,
+                resource: "secrets".into(),
+                namespaced: true,
+                uid: "u1".into(),
+                group: 1,
+                kept_in_source: false,
+                target_uid: Some("t1".into()),
+                created: true,
+                deleted: false,
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trips_privately_and_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("deep/er/journal.json");
+        let journal = sample();
+        journal.save(&path).unwrap();
+        assert_eq!(Journal::load(&path).unwrap(), journal);
+        assert!(!path.with_extension("json.partial").exists());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&path), 0o600);
+            assert_eq!(mode(path.parent().unwrap()), 0o700);
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("data"), "names and UIDs only: {text}");
+    }
+
+    #[test]
+    fn the_same_move_finds_the_same_file() {
+        let a = Journal::file_name(
+            "https://a",
+            "https://b",
+            Some("ns"),
+            &["x".into(), "y".into()],
+        );
+        let b = Journal::file_name(
+            "https://a",
+            "https://b",
+            Some("ns"),
+            &["y".into(), "x".into()],
+        );
+        assert_eq!(a, b, "name order does not matter");
+        assert_ne!(
+            a,
+            Journal::file_name(
+                "https://a",
+                "https://c",
+                Some("ns"),
+                &["x".into(), "y".into()]
+            )
+        );
+        assert_ne!(
+            a,
+            Journal::file_name("https://a", "https://b", None, &["x".into(), "y".into()])
+        );
+        assert!(a.starts_with("move-ns-") && a.ends_with(".json"));
+    }
+
+    #[test]
+    fn a_broken_journal_is_a_usage_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.json");
+        std::fs::write(&path, "{").unwrap();
+        let message = Journal::load(&path).unwrap_err().to_string();
+        assert!(
+            message.contains("not a kubectl-capi move journal"),
+            "{message}"
+        );
+    }
+}
