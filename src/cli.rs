@@ -233,6 +233,13 @@ pub struct MoveArgs {
     /// --timeout).
     #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory"])]
     pub wait_ready: bool,
+    /// Where the move's journal is kept (default: under $XDG_STATE_HOME/kubectl-capi/moves, named
+    /// after the move, so running the same command again finds it).
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<std::path::PathBuf>,
+    /// Continue an interrupted move from its journal (running the same command again does too).
+    #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory"])]
+    pub resume: bool,
     /// Writes in flight at once within a move group (objects of one group never own each other).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256), value_name = "N")]
     pub concurrency: u16,

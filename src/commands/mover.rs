@@ -15,8 +15,12 @@ use crate::freeze::apply::Mode;
 use crate::kube::{Catalog, connect};
 use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
-use crate::mover::execute::{Destination, RunOptions, Source, preflight, run as execute};
+use crate::mover::execute::{
+    Destination, JournalFile, RunOptions, Source, Summary, finish_from_journal, preflight,
+    run as execute,
+};
 use crate::mover::graph::Graph;
+use crate::mover::journal::{self, Endpoint, Journal, Stage};
 use crate::mover::plan::{Excluded, MovePlan, TreeNode, plan};
 use crate::mover::progress::{Phase, Progress};
 use crate::names::CORE_GROUP;
@@ -439,6 +443,68 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         let ns = source.namespace(settings.scope.namespace.as_deref());
         (ListScope::Namespace(ns.clone()), Some(ns))
     };
+    let target = if dry_run == DryRun::Client || args.to_directory.is_some() {
+        None
+    } else {
+        let cluster = connect(&target_connection(args, settings)).await?;
+        let catalog = Catalog::discover(&cluster).await?;
+        Some(Destination { cluster, catalog })
+    };
+
+    // An interrupted move of the same Clusters is continued, never started over.
+    let journal_path = target.as_ref().map(|t| {
+        args.journal.clone().unwrap_or_else(|| {
+            journal::default_dir().join(Journal::file_name(
+                &source.url,
+                &t.cluster.url,
+                moved_namespace.as_deref(),
+                &args.clusters,
+            ))
+        })
+    });
+    let unfinished = match &journal_path {
+        Some(path) if path.exists() => Some(Journal::load(path)?).filter(|j| !j.stage.finished()),
+        _ => None,
+    };
+    if args.resume && unfinished.is_none() {
+        return Err(Error::Usage(format!(
+            "no interrupted move to resume: {} holds none; run the move without --resume",
+            journal_path
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        )));
+    }
+    if let (Some(journal), Some(path)) = (&unfinished, &journal_path) {
+        eprintln!(
+            "continuing the interrupted move recorded in {} (stage: {:?})",
+            path.display(),
+            journal.stage
+        );
+        if journal.stage >= Stage::Deleting && dry_run == DryRun::None {
+            let target = target.as_ref().expect("connected above");
+            let mut file = JournalFile {
+                path: path.clone(),
+                journal: journal.clone(),
+            };
+            let reporter = Reporter::new(printer);
+            let summary = finish_from_journal(
+                &source,
+                &target.cluster,
+                &mut file,
+                usize::from(args.concurrency),
+                &reporter,
+            )
+            .await?;
+            print_summary(args, settings, printer, &summary);
+            return Ok(ExitStatus::Success);
+        }
+    }
+    let paused_by_this_move: Vec<ObjectRef> = unfinished
+        .as_ref()
+        .map(|j| j.paused.clone())
+        .unwrap_or_default();
+
     let types = move_types(&source).await?;
     let objects = list_objects(&source, &types, &scope).await?;
     let graph = Graph::build(&objects, moved_namespace.as_deref());
@@ -481,7 +547,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     let plan = plan(graph, &selected);
 
     if let Some(directory) = &args.to_directory {
-        let failures = preflight(&plan, &types, &objects, &source, None, &clusters).await?;
+        let failures = preflight(&plan, &types, &objects, &source, None, &clusters, &[]).await?;
         if !failures.is_empty() {
             eprintln!("error: backup refused by its preflight, nothing was written:");
             for failure in &failures {
@@ -509,17 +575,19 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         ));
         return Ok(ExitStatus::Success);
     }
-    let target = if dry_run == DryRun::Client {
-        None
-    } else {
-        let cluster = connect(&target_connection(args, settings)).await?;
-        let catalog = Catalog::discover(&cluster).await?;
-        Some(Destination { cluster, catalog })
-    };
     let failures = if dry_run == DryRun::Client {
         Vec::new()
     } else {
-        preflight(&plan, &types, &objects, &source, target.as_ref(), &clusters).await?
+        preflight(
+            &plan,
+            &types,
+            &objects,
+            &source,
+            target.as_ref(),
+            &clusters,
+            &paused_by_this_move,
+        )
+        .await?
     };
 
     let structured = matches!(settings.output, OutputFormat::Json | OutputFormat::Yaml);
@@ -556,9 +624,55 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         restore_status: args.restore_status,
         concurrency: usize::from(args.concurrency),
     };
+    let mut journal = Journal::new(
+        &plan,
+        |r| {
+            types
+                .iter()
+                .find(|t| t.info.group == r.group() && t.info.kind == r.kind)
+                .map(|t| (t.resource.plural.clone(), t.info.namespaced))
+        },
+        Endpoint {
+            server: source.url.clone(),
+            context: settings.connection.context.clone(),
+        },
+        Endpoint {
+            server: target.cluster.url.clone(),
+            context: args.to_context.clone(),
+        },
+        moved_namespace.clone(),
+        args.clusters.clone(),
+    );
+    // What an earlier attempt created stays recorded as created by this move.
+    if let Some(earlier) = &unfinished {
+        for entry in &mut journal.entries {
+            if let Some(before) = earlier.entries.iter().find(|e| e.uid == entry.uid) {
+                entry.created = before.created;
+                entry.target_uid = before.target_uid.clone();
+            }
+        }
+    }
+    let mut file = JournalFile {
+        path: journal_path.expect("a target means a journal path"),
+        journal,
+    };
     let reporter = Reporter::new(printer);
-    let summary = execute(&plan, &from, &target, &options, clusters.clone(), &reporter).await?;
+    let summary = execute(
+        &plan,
+        &from,
+        &target,
+        &options,
+        clusters.clone(),
+        &reporter,
+        &mut file,
+    )
+    .await?;
+    print_summary(args, settings, printer, &summary);
+    Ok(ExitStatus::Success)
+}
 
+fn print_summary(args: &MoveArgs, settings: &Settings, printer: &Printer, summary: &Summary) {
+    let structured = matches!(settings.output, OutputFormat::Json | OutputFormat::Yaml);
     if structured {
         printer.data(&printer.structured(&summary));
     } else {
@@ -591,5 +705,4 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             ));
         }
     }
-    Ok(ExitStatus::Success)
 }

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::discover::{MoveType, list_objects};
 use super::graph::TypeInfo;
+use super::journal::{Entry, Journal, Stage};
 use super::plan::{Excluded, MovePlan};
 use super::progress::{Phase, Progress, Silent};
 use crate::error::{Error, Result};
@@ -31,6 +32,23 @@ pub const FIELD_MANAGER: &str = "kubectl-capi";
 
 /// Writes in flight at once within a move group, unless `--concurrency` says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 16;
+
+/// The journal of a running move and where it is kept.
+pub struct JournalFile {
+    pub path: std::path::PathBuf,
+    pub journal: Journal,
+}
+
+impl JournalFile {
+    pub fn save(&self) -> Result<()> {
+        self.journal.save(&self.path)
+    }
+
+    pub fn stage(&mut self, stage: Stage) -> Result<()> {
+        self.journal.stage = stage;
+        self.save()
+    }
+}
 
 /// The destination management cluster.
 pub struct Destination {
@@ -303,6 +321,7 @@ pub async fn preflight(
     source: &Cluster,
     target: Option<&Destination>,
     clusters: &[ObjectRef],
+    paused_by_this_move: &[ObjectRef],
 ) -> Result<Vec<String>> {
     let mut failures = Vec::new();
     // clusterctl's preflight and what ready adds, through the same evaluator.
@@ -327,6 +346,11 @@ pub async fn preflight(
             .checks
             .iter()
             .filter(|c| c.status == CheckStatus::Fail)
+            // A resumed move's own pause does not block it.
+            .filter(|c| {
+                !(matches!(c.check, "cluster-paused" | "clusterclass-paused")
+                    && paused_by_this_move.contains(&c.object))
+            })
         {
             failures.push(check.message.clone());
         }
@@ -450,34 +474,39 @@ async fn set_paused(
     paused: bool,
     progress: &dyn Progress,
 ) -> Result<()> {
-    let phase = if paused { Phase::Pause } else { Phase::Unpause };
-    let pausable: Vec<_> = plan
+    let pausable: Vec<(ApiResource, ObjectRef)> = plan
         .groups
         .iter()
         .flatten()
-        .map(|uid| plan.node(uid))
-        .filter(|n| {
-            n.reference.group() == CORE_GROUP
-                && matches!(n.reference.kind.as_str(), "Cluster" | "ClusterClass")
-        })
+        .map(|uid| &plan.node(uid).reference)
+        .filter(|r| is_pausable(r))
+        .filter_map(|r| Some((type_of(types, r)?.resource.clone(), r.clone())))
         .collect();
-    progress.begin(phase, pausable.len());
-    for node in pausable {
-        let group = node.reference.group();
-        let patch = match (group, node.reference.kind.as_str()) {
-            (CORE_GROUP, "Cluster") => {
-                json!({"spec": {"paused": if paused { json!(true) } else { Value::Null }}})
-            }
-            (CORE_GROUP, "ClusterClass") => {
-                json!({"metadata": {"annotations": {PAUSED_ANNOTATION: if paused { json!("") } else { Value::Null }}}})
-            }
-            _ => continue,
+    patch_paused(cluster, &pausable, paused, progress).await
+}
+
+/// Clusters and ClusterClasses: what a move pauses.
+fn is_pausable(reference: &ObjectRef) -> bool {
+    reference.group() == CORE_GROUP && matches!(reference.kind.as_str(), "Cluster" | "ClusterClass")
+}
+
+/// Pauses (or unpauses) Clusters (`spec.paused`) and ClusterClasses (annotation).
+async fn patch_paused(
+    cluster: &Cluster,
+    objects: &[(ApiResource, ObjectRef)],
+    paused: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let phase = if paused { Phase::Pause } else { Phase::Unpause };
+    progress.begin(phase, objects.len());
+    for (resource, reference) in objects {
+        let patch = if reference.kind == "Cluster" {
+            json!({"spec": {"paused": if paused { json!(true) } else { Value::Null }}})
+        } else {
+            json!({"metadata": {"annotations": {PAUSED_ANNOTATION: if paused { json!("") } else { Value::Null }}}})
         };
-        let Some(t) = type_of(types, &node.reference) else {
-            continue;
-        };
-        api(cluster, &t.resource, &node.reference.namespace)
-            .patch(&node.reference.name, &params(false), &Patch::Merge(&patch))
+        api(cluster, resource, &reference.namespace)
+            .patch(&reference.name, &params(false), &Patch::Merge(&patch))
             .await
             .map_err(|e| {
                 cluster.api_error(
@@ -485,11 +514,11 @@ async fn set_paused(
                     &format!(
                         "{} {}",
                         if paused { "pausing" } else { "unpausing" },
-                        node.reference.kubectl_name()
+                        reference.kubectl_name()
                     ),
                 )
             })?;
-        progress.done(phase, &node.reference);
+        progress.done(phase, reference);
     }
     progress.end(phase);
     Ok(())
@@ -546,13 +575,14 @@ async fn create_one(
     body: Value,
     managed: Option<Value>,
     namespace: &str,
-) -> Result<String> {
+) -> Result<(String, bool)> {
     let name = body["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
         .to_string();
     let target_api = api(target, &t.resource, namespace);
     let object: DynamicObject = serde_json::from_value(body.clone()).expect("valid body");
+    let mut made = true;
     let created = match target_api
         .create(
             &PostParams {
@@ -572,8 +602,9 @@ async fn create_one(
             if keep_existing {
                 // A global object (or a restored one) already there is kept as is; its UID is what
                 // dependents need.
-                return Ok(existing.metadata.uid.clone().unwrap_or_default());
+                return Ok((existing.metadata.uid.clone().unwrap_or_default(), false));
             }
+            made = false;
             let mut replacement = object.clone();
             replacement.metadata.uid = existing.metadata.uid.clone();
             replacement.metadata.resource_version = existing.metadata.resource_version.clone();
@@ -605,7 +636,7 @@ async fn create_one(
             .await
             .map_err(|e| target.api_error(e, &format!("restoring managedFields of {name}")))?;
     }
-    Ok(created.metadata.uid.clone().unwrap_or_default())
+    Ok((created.metadata.uid.clone().unwrap_or_default(), made))
 }
 
 /// Deletes one object from the source in two writes: one patch that marks it `delete-for-move`
@@ -614,9 +645,13 @@ async fn create_one(
 /// end state is the same, without the object lingering as Terminating in between. Should
 /// something re-add a finalizer before the DELETE, the answer still carries the object and the
 /// finalizers are stripped again (a finalizer cannot be added once deletion started).
-async fn delete_one(source: &Cluster, t: &MoveType, object: &DynamicObject) -> Result<()> {
+async fn delete_one(
+    source: &Cluster,
+    resource: &ApiResource,
+    object: &DynamicObject,
+) -> Result<()> {
     let reference = ObjectRef::of(object);
-    let source_api = api(source, &t.resource, &reference.namespace);
+    let source_api = api(source, resource, &reference.namespace);
     let has_finalizers = object
         .metadata
         .finalizers
@@ -710,13 +745,16 @@ pub async fn run(
     options: &RunOptions,
     clusters: Vec<ObjectRef>,
     progress: &dyn Progress,
+    journal: &mut JournalFile,
 ) -> Result<Summary> {
     let timeout = options.timeout;
     let (types, scope) = (source.types, source.scope);
     let source = source.cluster;
     let started = Instant::now();
+    journal.stage(Stage::Pausing)?;
     set_paused(source, plan, types, true, progress).await?;
     let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
+    journal.stage(Stage::Creating)?;
     let created = create_groups(
         plan,
         types,
@@ -728,8 +766,10 @@ pub async fn run(
             concurrency: options.concurrency,
         },
         progress,
+        Some(&mut *journal),
     )
     .await?;
+    journal.stage(Stage::Deleting)?;
     let mut deleted = 0;
     let to_delete = plan
         .groups
@@ -746,19 +786,28 @@ pub async fn run(
                 let node = plan.node(uid);
                 let t = type_of(types, &node.reference)?;
                 let object = fresh.get(uid).cloned().or_else(|| node.object.clone())?;
-                Some((node, t, object))
+                Some((uid, node, t, object))
             });
-        deleted += stream::iter(jobs.map(|(node, t, object)| async move {
-            delete_one(source, t, &object).await?;
+        let done: Vec<&String> = stream::iter(jobs.map(|(uid, node, t, object)| async move {
+            delete_one(source, &t.resource, &object).await?;
             progress.done(Phase::Delete, &node.reference);
-            Ok::<_, Error>(())
+            Ok::<_, Error>(uid)
         }))
         .buffer_unordered(options.concurrency.max(1))
-        .try_fold(0, |n, ()| async move { Ok(n + 1) })
+        .try_collect()
         .await?;
+        deleted += done.len();
+        for uid in done {
+            if let Some(entry) = journal.journal.entry_mut(uid) {
+                entry.deleted = true;
+            }
+        }
+        journal.save()?;
     }
     progress.end(Phase::Delete);
+    journal.stage(Stage::Unpausing)?;
     set_paused(&target.cluster, plan, types, false, progress).await?;
+    journal.stage(Stage::Done)?;
     Ok(Summary {
         api_version: "kubectl-capi/v1",
         kind: "MoveSummary",
@@ -768,6 +817,130 @@ pub async fn run(
         kept_in_source: plan.kept_in_source.len(),
         excluded: plan.excluded.clone(),
         frozen_in_target: created.frozen,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The API resource of a journal entry.
+fn entry_resource(entry: &Entry) -> ApiResource {
+    let (group, version) = entry
+        .object
+        .api_version
+        .rsplit_once('/')
+        .unwrap_or(("", entry.object.api_version.as_str()));
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, &entry.object.kind),
+        &entry.resource,
+    )
+}
+
+/// Resumes a move whose objects all exist in the target (stage Deleting or Unpausing) from its
+/// journal alone: the source may be half deleted, so it cannot be planned again.
+pub async fn finish_from_journal(
+    source: &Cluster,
+    target: &Cluster,
+    journal: &mut JournalFile,
+    concurrency: usize,
+    progress: &dyn Progress,
+) -> Result<Summary> {
+    let started = Instant::now();
+    if journal.journal.stage == Stage::Deleting {
+        let groups = journal.journal.entries.iter().map(|e| e.group).max();
+        let remaining = |j: &Journal, group: usize| -> Vec<Entry> {
+            j.entries
+                .iter()
+                .filter(|e| e.group == group && !e.kept_in_source && !e.deleted)
+                .cloned()
+                .collect()
+        };
+        let total = journal
+            .journal
+            .entries
+            .iter()
+            .filter(|e| !e.kept_in_source && !e.deleted)
+            .count();
+        progress.begin(Phase::Delete, total);
+        for group in (0..=groups.unwrap_or(0)).rev() {
+            let done: Vec<String> =
+                stream::iter(remaining(&journal.journal, group).into_iter().map(
+                    |entry| async move {
+                        let resource = entry_resource(&entry);
+                        let namespace = if entry.namespaced {
+                            entry.object.namespace.as_str()
+                        } else {
+                            ""
+                        };
+                        let current = api(source, &resource, namespace)
+                            .get_opt(&entry.object.name)
+                            .await
+                            .map_err(|e| {
+                                source.api_error(
+                                    e,
+                                    &format!("reading {}", entry.object.kubectl_name()),
+                                )
+                            })?;
+                        // Gone, or replaced by a different object of the same name: nothing to do.
+                        if let Some(object) = current
+                            .filter(|o| o.metadata.uid.as_deref() == Some(entry.uid.as_str()))
+                        {
+                            delete_one(source, &resource, &object).await?;
+                        }
+                        progress.done(Phase::Delete, &entry.object);
+                        Ok::<_, Error>(entry.uid)
+                    },
+                ))
+                .buffer_unordered(concurrency.max(1))
+                .try_collect()
+                .await?;
+            for uid in done {
+                if let Some(entry) = journal.journal.entry_mut(&uid) {
+                    entry.deleted = true;
+                }
+            }
+            journal.save()?;
+        }
+        progress.end(Phase::Delete);
+        journal.stage(Stage::Unpausing)?;
+    }
+    let pausable: Vec<(ApiResource, ObjectRef)> = journal
+        .journal
+        .entries
+        .iter()
+        .filter(|e| is_pausable(&e.object))
+        .map(|e| (entry_resource(e), e.object.clone()))
+        .collect();
+    patch_paused(target, &pausable, false, progress).await?;
+    journal.stage(Stage::Done)?;
+    let mut created: BTreeMap<String, usize> = BTreeMap::new();
+    for entry in &journal.journal.entries {
+        *created
+            .entry(
+                format!("{}.{}", entry.object.kind, entry.object.group())
+                    .trim_end_matches('.')
+                    .to_string(),
+            )
+            .or_default() += 1;
+    }
+    Ok(Summary {
+        api_version: "kubectl-capi/v1",
+        kind: "MoveSummary",
+        clusters: journal
+            .journal
+            .entries
+            .iter()
+            .filter(|e| e.object.kind == "Cluster" && e.object.group() == CORE_GROUP)
+            .map(|e| e.object.clone())
+            .collect(),
+        created,
+        deleted: journal.journal.entries.iter().filter(|e| e.deleted).count(),
+        kept_in_source: journal
+            .journal
+            .entries
+            .iter()
+            .filter(|e| e.kept_in_source)
+            .count(),
+        excluded: Vec::new(),
+        frozen_in_target: Vec::new(),
         seconds: started.elapsed().as_secs_f64(),
     })
 }
@@ -788,6 +961,7 @@ pub async fn create_groups(
     objects: &HashMap<String, Arc<DynamicObject>>,
     how: Creating,
     progress: &dyn Progress,
+    mut journal: Option<&mut JournalFile>,
 ) -> Result<Created> {
     let mut created = Created {
         uids: HashMap::new(),
@@ -822,7 +996,7 @@ pub async fn create_groups(
             jobs.push((uid, node, t, object, namespace));
         }
         let uids = &created.uids;
-        let results: Vec<(String, String, &MoveType)> = stream::iter(jobs.into_iter().map(
+        let results: Vec<(String, (String, bool), &MoveType)> = stream::iter(jobs.into_iter().map(
             |(uid, node, t, object, namespace)| async move {
                 let (body, managed) = target_body(plan, &object, uids);
                 let keep_existing = node.is_global || node.global_hierarchy || !how.update_existing;
@@ -844,7 +1018,15 @@ pub async fn create_groups(
         .buffer_unordered(how.concurrency.max(1))
         .try_collect()
         .await?;
-        for (uid, new_uid, t) in results {
+        for (uid, (new_uid, made), t) in results {
+            if let Some(entry) = journal
+                .as_deref_mut()
+                .and_then(|j| j.journal.entry_mut(&uid))
+            {
+                entry.target_uid = Some(new_uid.clone());
+                // Made by this move, now or by an earlier attempt of it.
+                entry.created |= made;
+            }
             created.uids.insert(uid, new_uid);
             *created
                 .per_kind
@@ -854,6 +1036,9 @@ pub async fn create_groups(
                         .to_string(),
                 )
                 .or_default() += 1;
+        }
+        if let Some(journal) = journal.as_deref() {
+            journal.save()?;
         }
     }
     progress.end(Phase::Create);
@@ -924,6 +1109,7 @@ pub async fn restore(
             concurrency: DEFAULT_CONCURRENCY,
         },
         progress,
+        None,
     )
     .await?;
     set_paused(&target.cluster, plan, types, false, progress).await?;

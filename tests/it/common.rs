@@ -58,7 +58,9 @@ impl Sandbox {
     }
 }
 
-pub async fn run_plugin(kubeconfig: Option<&Path>, args: &[&str]) -> Output {
+/// The plugin as a child process with a clean environment: only `kubeconfig`, a private HOME and
+/// a per-test-run state directory (move journals).
+pub fn plugin_command(kubeconfig: Option<&Path>, args: &[&str]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(PLUGIN);
     command
         .kill_on_drop(true)
@@ -72,6 +74,16 @@ pub async fn run_plugin(kubeconfig: Option<&Path>, args: &[&str]) -> Output {
     }
     // Never let a developer's own cluster config leak in.
     command.env("HOME", std::env::temp_dir().join("kubectl-capi-test-home"));
+    // Move journals of this test run stay apart from any other run's.
+    command.env(
+        "XDG_STATE_HOME",
+        std::env::temp_dir().join(format!("kubectl-capi-test-state-{}", std::process::id())),
+    );
+    command
+}
+
+pub async fn run_plugin(kubeconfig: Option<&Path>, args: &[&str]) -> Output {
+    let mut command = plugin_command(kubeconfig, args);
     let output = match tokio::time::timeout(Duration::from_secs(60), command.output()).await {
         Ok(output) => output.unwrap(),
         Err(_) => {

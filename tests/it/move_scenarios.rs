@@ -1090,3 +1090,114 @@ async fn a_move_through_failing_writes_ends_like_a_clean_one() {
     assert_eq!(end_state(&faulty.target), end_state(&clean.target));
     assert_eq!(end_state(&faulty.source), end_state(&clean.source));
 }
+
+/// Starts the plugin and SIGKILLs it once `writes` state-changing requests of it reached the
+/// servers. Returns whether it was killed (false: it finished first).
+async fn kill_after_writes(world: &World, args: &[&str], writes: usize) -> bool {
+    let before = world.plugin_writes().len();
+    let mut child = crate::common::plugin_command(Some(&world.dir.path().join("kubeconfig")), args)
+        .spawn()
+        .unwrap();
+    loop {
+        if world.plugin_writes().len() - before >= writes {
+            child.start_kill().unwrap();
+            child.wait().await.unwrap();
+            return true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_killed_at_any_write_converges_when_run_again() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", true).machine(
+        "ns1",
+        "foo",
+        "cp1",
+        ("KubeadmControlPlane", "foo", true),
+        true,
+    );
+    f.add(
+        CORE,
+        "MachineDeployment",
+        "ns1",
+        "md1",
+        &[("Cluster", "foo", false)],
+        json!({}),
+    )
+    .templates("ns1", "foo", "md1", true)
+    .add(
+        CORE,
+        "MachineSet",
+        "ns1",
+        "md1-a",
+        &[("MachineDeployment", "md1", true)],
+        json!({}),
+    )
+    .machine("ns1", "foo", "w1", ("MachineSet", "md1-a", true), true);
+    let clean = World::start(&f).await;
+    let writes_before = clean.plugin_writes().len();
+    clean.move_and_check(&["-n", "ns1"]).await;
+    let total = clean.plugin_writes().len() - writes_before;
+    let args = [
+        "move",
+        "--context",
+        "source",
+        "--to-context",
+        "target",
+        "-n",
+        "ns1",
+    ];
+
+    let (mut killed, mut resumed) = (0, 0);
+    let mut stages = BTreeSet::new();
+    for point in (1..total).step_by((total / 14).max(1)) {
+        let world = World::start(&f).await;
+        if !kill_after_writes(&world, &args, point).await {
+            continue;
+        }
+        killed += 1;
+        // The same command again: it finds the journal and finishes (or, killed before the
+        // journal was written, starts afresh).
+        let again = world.plugin(&args).await;
+        assert_eq!(
+            again.code, 0,
+            "killed after {point} writes: {}",
+            again.stderr
+        );
+        if again.stderr.contains("continuing the interrupted move") {
+            resumed += 1;
+        }
+        stages.insert(
+            ["Pausing", "Creating", "Deleting", "Unpausing"]
+                .into_iter()
+                .find(|s| again.stderr.contains(&format!("(stage: {s})")))
+                .unwrap_or("none"),
+        );
+        assert_eq!(
+            end_state(&world.target),
+            end_state(&clean.target),
+            "killed after {point} writes: the target"
+        );
+        assert_eq!(
+            end_state(&world.source),
+            end_state(&clean.source),
+            "killed after {point} writes: the source"
+        );
+        // Running it once more finds nothing left to move.
+        assert_eq!(world.plugin(&args).await.code, 2);
+    }
+    assert!(killed >= 10, "{killed} kill points of {total} writes");
+    assert!(
+        resumed >= killed - 2,
+        "{resumed} of {killed} reruns continued from the journal"
+    );
+    assert!(
+        stages.contains("Creating") && stages.contains("Deleting"),
+        "resumed from {stages:?}"
+    );
+}

@@ -239,7 +239,15 @@ async fn the_seed_story_end_to_end() {
         "only the third control-plane machine was created; nothing was re-provisioned or orphaned"
     );
     let ready = pair
-        .plugin(&["ready", "seed", "--context", TARGET_CONTEXT])
+        .plugin(&[
+            "ready",
+            "seed",
+            "--context",
+            TARGET_CONTEXT,
+            "--wait",
+            "--timeout",
+            "30s",
+        ])
         .await;
     assert_eq!(ready.code, 0, "{}", ready.stdout);
 }
@@ -502,12 +510,18 @@ async fn the_v1beta1_dialect_moves_too() {
             .iter()
             .all(|o| o["kind"] == "ConfigMap")
     );
-    assert_eq!(
-        pair.plugin(&["ready", "-A", "--context", TARGET_CONTEXT])
-            .await
-            .code,
-        0
-    );
+    let ready = pair
+        .plugin(&[
+            "ready",
+            "-A",
+            "--context",
+            TARGET_CONTEXT,
+            "--wait",
+            "--timeout",
+            "30s",
+        ])
+        .await;
+    assert_eq!(ready.code, 0, "{}", ready.stdout);
     let _ = SOURCE_CONTEXT;
 }
 
