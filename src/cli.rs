@@ -240,6 +240,10 @@ pub struct MoveArgs {
     /// Continue an interrupted move from its journal (running the same command again does too).
     #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory"])]
     pub resume: bool,
+    /// Undo an interrupted move before its deletion phase: remove the copies it made in the
+    /// target (never objects that were there before) and unpause the source.
+    #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory", "resume", "freeze", "wait_ready"])]
+    pub rollback: bool,
     /// Writes in flight at once within a move group (objects of one group never own each other).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256), value_name = "N")]
     pub concurrency: u16,

@@ -17,7 +17,7 @@ use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
 use crate::mover::execute::{
     Destination, JournalFile, RunOptions, Source, Summary, finish_from_journal, preflight,
-    run as execute,
+    rollback_from_journal, run as execute,
 };
 use crate::mover::graph::Graph;
 use crate::mover::journal::{self, Endpoint, Journal, Stage};
@@ -466,6 +466,42 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         Some(path) if path.exists() => Some(Journal::load(path)?).filter(|j| !j.stage.finished()),
         _ => None,
     };
+    if args.rollback {
+        let (Some(journal), Some(path), Some(target)) = (&unfinished, &journal_path, &target)
+        else {
+            return Err(Error::Usage(format!(
+                "no interrupted move to roll back: {} holds none",
+                journal_path
+                    .as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            )));
+        };
+        if journal.stage >= Stage::Deleting {
+            eprintln!(
+                "error: rollback refused: the move already started deleting from the source (stage: {:?}), so the target holds the only copy of those objects; finish it with the same command and --resume",
+                journal.stage
+            );
+            return Ok(ExitStatus::Failure);
+        }
+        let mut file = JournalFile {
+            path: path.clone(),
+            journal: journal.clone(),
+        };
+        let removed = rollback_from_journal(
+            &source,
+            &target.cluster,
+            &mut file,
+            usize::from(args.concurrency),
+            &Reporter::new(printer),
+        )
+        .await?;
+        printer.data(&format!(
+            "rolled back: {removed} object(s) removed from the target, {} Cluster(s)/ClusterClass(es) unpaused in the source\n",
+            file.journal.paused.len()
+        ));
+        return Ok(ExitStatus::Success);
+    }
     if args.resume && unfinished.is_none() {
         return Err(Error::Usage(format!(
             "no interrupted move to resume: {} holds none; run the move without --resume",
@@ -547,7 +583,9 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     let plan = plan(graph, &selected);
 
     if let Some(directory) = &args.to_directory {
-        let failures = preflight(&plan, &types, &objects, &source, None, &clusters, &[]).await?;
+        let failures = preflight(&plan, &types, &objects, &source, None, &clusters, &[])
+            .await?
+            .failures;
         if !failures.is_empty() {
             eprintln!("error: backup refused by its preflight, nothing was written:");
             for failure in &failures {
@@ -575,8 +613,8 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         ));
         return Ok(ExitStatus::Success);
     }
-    let failures = if dry_run == DryRun::Client {
-        Vec::new()
+    let (failures, in_target) = if dry_run == DryRun::Client {
+        (Vec::new(), BTreeSet::new())
     } else {
         preflight(
             &plan,
@@ -587,7 +625,8 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             &clusters,
             &paused_by_this_move,
         )
-        .await?
+        .await
+        .map(|p| (p.failures, p.in_target))?
     };
 
     let structured = matches!(settings.output, OutputFormat::Json | OutputFormat::Yaml);
@@ -643,13 +682,20 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         moved_namespace.clone(),
         args.clusters.clone(),
     );
-    // What an earlier attempt created stays recorded as created by this move.
-    if let Some(earlier) = &unfinished {
-        for entry in &mut journal.entries {
-            if let Some(before) = earlier.entries.iter().find(|e| e.uid == entry.uid) {
+    // What was in the target before the move is known from the first attempt's preflight only:
+    // later attempts find their own earlier creations there.
+    for entry in &mut journal.entries {
+        match unfinished
+            .as_ref()
+            .and_then(|earlier| earlier.entries.iter().find(|e| e.uid == entry.uid))
+        {
+            Some(before) => {
+                entry.preexisting = before.preexisting;
                 entry.created = before.created;
                 entry.target_uid = before.target_uid.clone();
             }
+            // Not in the first plan, so not created by this move.
+            None => entry.preexisting = in_target.contains(&entry.uid),
         }
     }
     let mut file = JournalFile {

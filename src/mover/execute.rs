@@ -313,7 +313,16 @@ async fn ensure_namespace(target: &Cluster, namespace: &str) -> Result<bool> {
     }
 }
 
-/// Every check, before any write. Returns the failures (empty: go).
+/// What the preflight found.
+pub struct Preflight {
+    /// Every reason the move cannot start (empty: go).
+    pub failures: Vec<String>,
+    /// Objects (source UIDs) that already exist in the target, from the dry-run creates: a
+    /// rollback must never remove them.
+    pub in_target: BTreeSet<String>,
+}
+
+/// Every check, before any write.
 pub async fn preflight(
     plan: &MovePlan,
     types: &[MoveType],
@@ -322,8 +331,9 @@ pub async fn preflight(
     target: Option<&Destination>,
     clusters: &[ObjectRef],
     paused_by_this_move: &[ObjectRef],
-) -> Result<Vec<String>> {
+) -> Result<Preflight> {
     let mut failures = Vec::new();
+    let mut in_target = BTreeSet::new();
     // clusterctl's preflight and what ready adds, through the same evaluator.
     let mut by_kind: BTreeMap<(String, String), Vec<Arc<DynamicObject>>> = BTreeMap::new();
     for (object, info) in objects {
@@ -356,7 +366,10 @@ pub async fn preflight(
         }
     }
     let Some(target) = target else {
-        return Ok(failures);
+        return Ok(Preflight {
+            failures,
+            in_target,
+        });
     };
     // The target must serve every kind to move at the version it is stored in here.
     let mut missing = BTreeSet::new();
@@ -390,7 +403,10 @@ pub async fn preflight(
     check_providers(source, &target.cluster, &mut failures).await;
     check_permissions(plan, types, source, &target.cluster, &mut failures).await?;
     if !failures.is_empty() {
-        return Ok(failures);
+        return Ok(Preflight {
+            failures,
+            in_target,
+        });
     }
     // A server-side dry run of every create, so schema and webhook rejections surface now.
     let mut created_namespaces = Vec::new();
@@ -422,7 +438,9 @@ pub async fn preflight(
             .await;
         match result {
             Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                in_target.insert(uid.clone());
+            }
             Err(kube::Error::Api(s)) => failures.push(format!(
                 "the target cluster rejects {}: {}",
                 node.reference.kubectl_name(),
@@ -445,7 +463,10 @@ pub async fn preflight(
             let _ = api.delete(&namespace, &DeleteParams::default()).await;
         }
     }
-    Ok(failures)
+    Ok(Preflight {
+        failures,
+        in_target,
+    })
 }
 
 /// Whether the target has a CRD for the kind that serves the version it is stored in here.
@@ -943,6 +964,74 @@ pub async fn finish_from_journal(
         frozen_in_target: Vec::new(),
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// `--rollback`: before deletion started, removes from the target every object this move put
+/// there — descending groups, each marked `delete-for-move` with its finalizers dropped while the
+/// target's Clusters are still paused, so no target controller tears down infrastructure the
+/// source still owns — never one that was there before; then unpauses the source.
+pub async fn rollback_from_journal(
+    source: &Cluster,
+    target: &Cluster,
+    journal: &mut JournalFile,
+    concurrency: usize,
+    progress: &dyn Progress,
+) -> Result<usize> {
+    let removable: Vec<Entry> = journal
+        .journal
+        .entries
+        .iter()
+        .filter(|e| !e.preexisting)
+        .cloned()
+        .collect();
+    let last_group = removable.iter().map(|e| e.group).max().unwrap_or(0);
+    progress.begin(Phase::Delete, removable.len());
+    let mut removed = 0;
+    for group in (0..=last_group).rev() {
+        let jobs = removable
+            .iter()
+            .filter(|e| e.group == group)
+            .map(|entry| async move {
+                let resource = entry_resource(entry);
+                let namespace = if entry.namespaced {
+                    entry.object.namespace.as_str()
+                } else {
+                    ""
+                };
+                let copy = api(target, &resource, namespace)
+                    .get_opt(&entry.object.name)
+                    .await
+                    .map_err(|e| {
+                        target.api_error(
+                            e,
+                            &format!("reading {} in the target", entry.object.kubectl_name()),
+                        )
+                    })?;
+                let found = copy.is_some();
+                if let Some(copy) = copy {
+                    delete_one(target, &resource, &copy).await?;
+                }
+                progress.done(Phase::Delete, &entry.object);
+                Ok::<_, Error>(usize::from(found))
+            });
+        removed += stream::iter(jobs)
+            .buffer_unordered(concurrency.max(1))
+            .try_fold(0, |n, found| async move { Ok(n + found) })
+            .await?;
+    }
+    progress.end(Phase::Delete);
+    let pausable: Vec<(ApiResource, ObjectRef)> = journal
+        .journal
+        .paused
+        .iter()
+        .filter_map(|r| {
+            let entry = journal.journal.entries.iter().find(|e| &e.object == r)?;
+            Some((entry_resource(entry), r.clone()))
+        })
+        .collect();
+    patch_paused(source, &pausable, false, progress).await?;
+    journal.stage(Stage::RolledBack)?;
+    Ok(removed)
 }
 
 /// What creating the groups in the target did.

@@ -52,9 +52,12 @@ pub struct Entry {
     pub kept_in_source: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_uid: Option<String>,
-    /// Created by this move (it was not in the target before): a rollback removes it.
+    /// Created or updated in the target by this move.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub created: bool,
+    /// Already in the target before the move started: a rollback never removes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preexisting: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
 }
@@ -115,6 +118,7 @@ impl Journal {
                     kept_in_source: plan.kept_in_source.contains(uid),
                     target_uid: None,
                     created: false,
+                    preexisting: false,
                     deleted: false,
                 });
             }
@@ -276,6 +280,7 @@ mod tests {
                 kept_in_source: false,
                 target_uid: Some("t1".into()),
                 created: true,
+                preexisting: false,
                 deleted: false,
             }],
         }

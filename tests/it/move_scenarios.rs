@@ -1201,3 +1201,111 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
         "resumed from {stages:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_before_deletion_restores_the_source_and_cleans_the_target() {
+    let mut f = Fixture::default();
+    f.crd(
+        "infrastructure.cluster.x-k8s.io",
+        "DockerClusterIdentity",
+        false,
+        MOVE_HIERARCHY_LABEL,
+    );
+    f.cluster("ns1", "foo", true)
+        .machine(
+            "ns1",
+            "foo",
+            "cp1",
+            ("KubeadmControlPlane", "foo", true),
+            true,
+        )
+        .add(
+            INFRA,
+            "DockerClusterIdentity",
+            "",
+            "identity1",
+            &[],
+            json!({}),
+        )
+        .add(
+            "v1",
+            "Secret",
+            "capd-system",
+            "identity1-credentials",
+            &[("DockerClusterIdentity", "identity1", false)],
+            json!({}),
+        );
+    let args = [
+        "move",
+        "--context",
+        "source",
+        "--to-context",
+        "target",
+        "-n",
+        "ns1",
+    ];
+    let mut rollback = args.to_vec();
+    rollback.push("--rollback");
+
+    let w = World::start(&f).await;
+    // The identity is already in the target: a rollback must leave it.
+    w.target
+        .load(json!({"apiVersion": INFRA, "kind": "DockerClusterIdentity", "metadata": {"name": "identity1"}}))
+        .unwrap();
+    let source_before = end_state(&w.source);
+    let target_before = end_state(&w.target);
+    assert!(
+        kill_after_writes(&w, &args, 8).await,
+        "killed while creating"
+    );
+    assert_ne!(end_state(&w.target), target_before, "copies were made");
+
+    let out = w.plugin(&rollback).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("rolled back: "), "{}", out.stdout);
+    let mut target_after = end_state(&w.target);
+    // Namespaces the move needed may stay (they might have been there before).
+    target_after.retain(|k, _| !k.starts_with("Namespace "));
+    let mut expected = target_before.clone();
+    expected.retain(|k, _| !k.starts_with("Namespace "));
+    assert_eq!(
+        target_after, expected,
+        "only what was there before remains in the target"
+    );
+    assert_eq!(
+        end_state(&w.source),
+        source_before,
+        "the source as it was, unpaused"
+    );
+    assert_eq!(
+        w.plugin(&rollback).await.code,
+        2,
+        "nothing left to roll back"
+    );
+    // The tool can start over from here.
+    w.move_and_check(&["-n", "ns1"]).await;
+
+    // Once deletion started, rollback is refused and resume finishes the move.
+    let w = World::start(&f).await;
+    let clean = World::start(&f).await;
+    let total = {
+        let before = clean.plugin_writes().len();
+        clean.move_and_check(&["-n", "ns1"]).await;
+        clean.plugin_writes().len() - before
+    };
+    assert!(
+        kill_after_writes(&w, &args, total - 3).await,
+        "killed while deleting"
+    );
+    let refused = w.plugin(&rollback).await;
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("rollback refused"),
+        "{}",
+        refused.stderr
+    );
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    assert_eq!(w.plugin(&resume).await.code, 0);
+    assert_eq!(end_state(&w.target), end_state(&clean.target));
+}
