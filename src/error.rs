@@ -44,6 +44,9 @@ pub enum Error {
     Timeout(String),
     #[error("{context}: {message}")]
     Api { context: String, message: String },
+    /// Ctrl-C: the command stopped at a safe point.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -23,6 +23,7 @@ pub mod snapshot;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
+use crate::error::Error;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{OutputFormat, Settings};
 
@@ -79,6 +80,7 @@ where
     };
     match outcome {
         Ok(status) => status,
+        Err(Error::Interrupted) => ExitStatus::Interrupted,
         Err(error) => {
             eprintln!("error: {error}");
             ExitStatus::Error

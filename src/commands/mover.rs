@@ -16,7 +16,7 @@ use crate::kube::{Catalog, connect};
 use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
 use crate::mover::execute::{
-    Destination, JournalFile, RunOptions, Source, Summary, finish_from_journal, preflight,
+    Destination, JournalFile, RunOptions, Source, Stop, Summary, finish_from_journal, preflight,
     rollback_from_journal, run as execute,
 };
 use crate::mover::graph::Graph;
@@ -662,6 +662,21 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         timeout,
         restore_status: args.restore_status,
         concurrency: usize::from(args.concurrency),
+        stop: Stop::default(),
+    };
+    // Ctrl-C stops at the next safe point: writes in flight finish and are journalled. A second
+    // Ctrl-C exits at once (the journal still lets the move resume).
+    let listener = {
+        let stop = options.stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("stopping after the requests in flight (Ctrl-C again to quit at once)");
+                stop.request();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            }
+        })
     };
     let mut journal = Journal::new(
         &plan,
@@ -703,7 +718,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         journal,
     };
     let reporter = Reporter::new(printer);
-    let summary = execute(
+    let outcome = execute(
         &plan,
         &from,
         &target,
@@ -712,9 +727,53 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         &reporter,
         &mut file,
     )
-    .await?;
+    .await;
+    listener.abort();
+    let summary = match outcome {
+        Ok(summary) => summary,
+        Err(e) => {
+            let resume = resume_command();
+            match &e {
+                Error::Interrupted => eprintln!(
+                    "interrupted: the move stopped after its requests in flight; its journal is {}.\ncontinue with: {resume}",
+                    file.path.display()
+                ),
+                _ => eprintln!(
+                    "note: the move stopped partway; its journal is {}. Fix the cause, then continue with: {resume}{}",
+                    file.path.display(),
+                    if file.journal.stage < Stage::Deleting {
+                        " (or undo it with --rollback)"
+                    } else {
+                        ""
+                    }
+                ),
+            }
+            return Err(e);
+        }
+    };
     print_summary(args, settings, printer, &summary);
     Ok(ExitStatus::Success)
+}
+
+/// The command line that continues this move: the same arguments plus `--resume`.
+fn resume_command() -> String {
+    let mut words: Vec<String> = vec!["kubectl".into(), "capi".into()];
+    words.extend(
+        std::env::args()
+            .skip(1)
+            .filter(|a| a != "--resume")
+            .map(|a| {
+                if a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@".contains(c))
+                {
+                    a
+                } else {
+                    format!("'{}'", a.replace('\'', "'\\''"))
+                }
+            }),
+    );
+    words.push("--resume".into());
+    words.join(" ")
 }
 
 fn print_summary(args: &MoveArgs, settings: &Settings, printer: &Printer, summary: &Summary) {

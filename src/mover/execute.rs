@@ -738,7 +738,7 @@ pub struct Source<'a> {
 }
 
 /// How the move runs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// One global limit for block-move to go.
     pub timeout: Duration,
@@ -746,16 +746,45 @@ pub struct RunOptions {
     pub restore_status: bool,
     /// Writes in flight at once within a move group.
     pub concurrency: usize,
+    /// Set on Ctrl-C: no new write starts; those in flight finish and are journalled.
+    pub stop: Stop,
 }
 
+/// A request to stop at the next safe point (between writes).
+#[derive(Debug, Clone, Default)]
+pub struct Stop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Stop {
+    pub fn request(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn requested(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// `Err(Interrupted)` once a stop was requested.
+    fn check(&self) -> Result<()> {
+        if self.requested() {
+            Err(Error::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A create's answer: the source UID, the target UID, whether this attempt made it, its type.
+type CreateAnswer<'a> = Result<(String, (String, bool), &'a MoveType)>;
+
 /// How objects are created in the target.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Creating {
     /// An object already there is updated (a move re-run); otherwise kept with its UID reused.
     pub update_existing: bool,
     pub restore_status: bool,
     /// Creates in flight at once within a group.
     pub concurrency: usize,
+    pub stop: Stop,
 }
 
 /// Runs the move after a passed preflight.
@@ -785,11 +814,13 @@ pub async fn run(
             update_existing: true,
             restore_status: options.restore_status,
             concurrency: options.concurrency,
+            stop: options.stop.clone(),
         },
         progress,
         Some(&mut *journal),
     )
     .await?;
+    options.stop.check()?;
     journal.stage(Stage::Deleting)?;
     let mut deleted = 0;
     let to_delete = plan
@@ -809,21 +840,33 @@ pub async fn run(
                 let object = fresh.get(uid).cloned().or_else(|| node.object.clone())?;
                 Some((uid, node, t, object))
             });
-        let done: Vec<&String> = stream::iter(jobs.map(|(uid, node, t, object)| async move {
-            delete_one(source, &t.resource, &object).await?;
-            progress.done(Phase::Delete, &node.reference);
-            Ok::<_, Error>(uid)
-        }))
-        .buffer_unordered(options.concurrency.max(1))
-        .try_collect()
-        .await?;
-        deleted += done.len();
-        for uid in done {
-            if let Some(entry) = journal.journal.entry_mut(uid) {
-                entry.deleted = true;
+        let stop = &options.stop;
+        let answers: Vec<Result<&String>> =
+            stream::iter(jobs.map(|(uid, node, t, object)| async move {
+                stop.check()?;
+                delete_one(source, &t.resource, &object).await?;
+                progress.done(Phase::Delete, &node.reference);
+                Ok::<_, Error>(uid)
+            }))
+            .buffer_unordered(options.concurrency.max(1))
+            .collect()
+            .await;
+        let mut failure = None;
+        for answer in answers {
+            match answer {
+                Ok(uid) => {
+                    deleted += 1;
+                    if let Some(entry) = journal.journal.entry_mut(uid) {
+                        entry.deleted = true;
+                    }
+                }
+                Err(e) => failure = failure.or(Some(e)),
             }
         }
         journal.save()?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
     }
     progress.end(Phase::Delete);
     journal.stage(Stage::Unpausing)?;
@@ -1085,8 +1128,12 @@ pub async fn create_groups(
             jobs.push((uid, node, t, object, namespace));
         }
         let uids = &created.uids;
-        let results: Vec<(String, (String, bool), &MoveType)> = stream::iter(jobs.into_iter().map(
+        let how = &how;
+        // Every started create finishes and is journalled, even when another fails or a stop
+        // was requested; only then does the first error end the move.
+        let answers: Vec<CreateAnswer> = stream::iter(jobs.into_iter().map(
             |(uid, node, t, object, namespace)| async move {
+                how.stop.check()?;
                 let (body, managed) = target_body(plan, &object, uids);
                 let keep_existing = node.is_global || node.global_hierarchy || !how.update_existing;
                 let status = object
@@ -1105,8 +1152,16 @@ pub async fn create_groups(
             },
         ))
         .buffer_unordered(how.concurrency.max(1))
-        .try_collect()
-        .await?;
+        .collect()
+        .await;
+        let mut failure = None;
+        let mut results = Vec::new();
+        for answer in answers {
+            match answer {
+                Ok(result) => results.push(result),
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
         for (uid, (new_uid, made), t) in results {
             if let Some(entry) = journal
                 .as_deref_mut()
@@ -1128,6 +1183,9 @@ pub async fn create_groups(
         }
         if let Some(journal) = journal.as_deref() {
             journal.save()?;
+        }
+        if let Some(e) = failure {
+            return Err(e);
         }
     }
     progress.end(Phase::Create);
@@ -1196,6 +1254,7 @@ pub async fn restore(
             update_existing: false,
             restore_status: false,
             concurrency: DEFAULT_CONCURRENCY,
+            stop: Stop::default(),
         },
         progress,
         None,

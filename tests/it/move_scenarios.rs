@@ -1309,3 +1309,62 @@ async fn rollback_before_deletion_restores_the_source_and_cleans_the_target() {
     assert_eq!(w.plugin(&resume).await.code, 0);
     assert_eq!(end_state(&w.target), end_state(&clean.target));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_at_a_safe_point_and_says_how_to_resume() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", true);
+    for m in ["m1", "m2", "m3", "m4"] {
+        f.machine("ns1", "foo", m, ("KubeadmControlPlane", "foo", true), true);
+    }
+    let clean = World::start(&f).await;
+    clean.move_and_check(&["-n", "ns1"]).await;
+    let args = [
+        "move",
+        "--context",
+        "source",
+        "--to-context",
+        "target",
+        "-n",
+        "ns1",
+    ];
+
+    let w = World::start(&f).await;
+    // Slow writes, so that the interrupt lands mid-creation.
+    w.target
+        .set_write_latency(std::time::Duration::from_millis(20));
+    let before = w.plugin_writes().len();
+    let child = crate::common::plugin_command(Some(&w.dir.path().join("kubeconfig")), &args)
+        .spawn()
+        .unwrap();
+    while w.plugin_writes().len() - before < 6 {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    let pid = child.id().unwrap().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains(
+            "continue with: kubectl capi move --context source --to-context target -n ns1 --resume"
+        ),
+        "{stderr}"
+    );
+    assert_ne!(
+        end_state(&w.target),
+        end_state(&clean.target),
+        "stopped partway"
+    );
+
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    let resumed = w.plugin(&resume).await;
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(end_state(&w.target), end_state(&clean.target));
+    assert_eq!(end_state(&w.source), end_state(&clean.source));
+}
