@@ -16,8 +16,8 @@ use crate::kube::{Catalog, connect};
 use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
 use crate::mover::execute::{
-    Destination, JournalFile, RunOptions, Source, Stop, Summary, finish_from_journal, preflight,
-    rollback_from_journal, run as execute,
+    Destination, JournalCopy, JournalFile, RunOptions, Source, Stop, Summary, finish_from_journal,
+    preflight, rollback_from_journal, run as execute,
 };
 use crate::mover::graph::Graph;
 use crate::mover::journal::{self, Endpoint, Journal, Stage};
@@ -462,8 +462,30 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             ))
         })
     });
-    let unfinished = match &journal_path {
-        Some(path) if path.exists() => Some(Journal::load(path)?).filter(|j| !j.stage.finished()),
+    let journal_key = target.as_ref().map(|t| {
+        Journal::key(
+            &source.url,
+            &t.cluster.url,
+            moved_namespace.as_deref(),
+            &args.clusters,
+        )
+    });
+    let copy_namespace = journal::copy::namespace(moved_namespace.as_deref());
+    let journal_copy = || {
+        journal_key.as_ref().map(|key| JournalCopy {
+            cluster: source.clone(),
+            namespace: copy_namespace.clone(),
+            key: key.clone(),
+        })
+    };
+    // The local journal first; else the copy in the source cluster (a resume from elsewhere).
+    let unfinished = match (&journal_path, &journal_key) {
+        (Some(path), _) if path.exists() => {
+            Some(Journal::load(path)?).filter(|j| !j.stage.finished())
+        }
+        (Some(_), Some(key)) => journal::copy::load(&source, &copy_namespace, key)
+            .await?
+            .filter(|j| !j.stage.finished()),
         _ => None,
     };
     if args.rollback {
@@ -487,6 +509,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         let mut file = JournalFile {
             path: path.clone(),
             journal: journal.clone(),
+            copy: journal_copy(),
         };
         let removed = rollback_from_journal(
             &source,
@@ -522,6 +545,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             let mut file = JournalFile {
                 path: path.clone(),
                 journal: journal.clone(),
+                copy: journal_copy(),
             };
             let reporter = Reporter::new(printer);
             let summary = finish_from_journal(
@@ -714,8 +738,9 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         }
     }
     let mut file = JournalFile {
-        path: journal_path.expect("a target means a journal path"),
+        path: journal_path.clone().expect("a target means a journal path"),
         journal,
+        copy: journal_copy(),
     };
     let reporter = Reporter::new(printer);
     let outcome = execute(

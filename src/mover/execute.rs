@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::discover::{MoveType, list_objects};
 use super::graph::TypeInfo;
-use super::journal::{Entry, Journal, Stage};
+use super::journal::{self, Entry, Journal, Stage};
 use super::plan::{Excluded, MovePlan};
 use super::progress::{Phase, Progress, Silent};
 use crate::error::{Error, Result};
@@ -33,20 +33,38 @@ pub const FIELD_MANAGER: &str = "kubectl-capi";
 /// Writes in flight at once within a move group, unless `--concurrency` says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 16;
 
-/// The journal of a running move and where it is kept.
+/// The journal of a running move and where it is kept: a local file, and a copy in the source
+/// cluster (removed once the move is over).
 pub struct JournalFile {
     pub path: std::path::PathBuf,
     pub journal: Journal,
+    pub copy: Option<JournalCopy>,
+}
+
+/// Where the journal's copy lives in the source cluster.
+pub struct JournalCopy {
+    pub cluster: Cluster,
+    pub namespace: String,
+    pub key: String,
 }
 
 impl JournalFile {
-    pub fn save(&self) -> Result<()> {
-        self.journal.save(&self.path)
+    pub async fn save(&self) -> Result<()> {
+        self.journal.save(&self.path)?;
+        if let Some(copy) = &self.copy {
+            if self.journal.stage.finished() {
+                journal::copy::remove(&copy.cluster, &copy.namespace, &copy.key).await?;
+            } else {
+                journal::copy::save(&copy.cluster, &copy.namespace, &copy.key, &self.journal)
+                    .await?;
+            }
+        }
+        Ok(())
     }
 
-    pub fn stage(&mut self, stage: Stage) -> Result<()> {
+    pub async fn stage(&mut self, stage: Stage) -> Result<()> {
         self.journal.stage = stage;
-        self.save()
+        self.save().await
     }
 }
 
@@ -801,10 +819,10 @@ pub async fn run(
     let (types, scope) = (source.types, source.scope);
     let source = source.cluster;
     let started = Instant::now();
-    journal.stage(Stage::Pausing)?;
+    journal.stage(Stage::Pausing).await?;
     set_paused(source, plan, types, true, progress).await?;
     let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
-    journal.stage(Stage::Creating)?;
+    journal.stage(Stage::Creating).await?;
     let created = create_groups(
         plan,
         types,
@@ -821,7 +839,7 @@ pub async fn run(
     )
     .await?;
     options.stop.check()?;
-    journal.stage(Stage::Deleting)?;
+    journal.stage(Stage::Deleting).await?;
     let mut deleted = 0;
     let to_delete = plan
         .groups
@@ -863,15 +881,15 @@ pub async fn run(
                 Err(e) => failure = failure.or(Some(e)),
             }
         }
-        journal.save()?;
+        journal.save().await?;
         if let Some(e) = failure {
             return Err(e);
         }
     }
     progress.end(Phase::Delete);
-    journal.stage(Stage::Unpausing)?;
+    journal.stage(Stage::Unpausing).await?;
     set_paused(&target.cluster, plan, types, false, progress).await?;
-    journal.stage(Stage::Done)?;
+    journal.stage(Stage::Done).await?;
     Ok(Summary {
         api_version: "kubectl-capi/v1",
         kind: "MoveSummary",
@@ -961,10 +979,10 @@ pub async fn finish_from_journal(
                     entry.deleted = true;
                 }
             }
-            journal.save()?;
+            journal.save().await?;
         }
         progress.end(Phase::Delete);
-        journal.stage(Stage::Unpausing)?;
+        journal.stage(Stage::Unpausing).await?;
     }
     let pausable: Vec<(ApiResource, ObjectRef)> = journal
         .journal
@@ -974,7 +992,7 @@ pub async fn finish_from_journal(
         .map(|e| (entry_resource(e), e.object.clone()))
         .collect();
     patch_paused(target, &pausable, false, progress).await?;
-    journal.stage(Stage::Done)?;
+    journal.stage(Stage::Done).await?;
     let mut created: BTreeMap<String, usize> = BTreeMap::new();
     for entry in &journal.journal.entries {
         *created
@@ -1073,7 +1091,7 @@ pub async fn rollback_from_journal(
         })
         .collect();
     patch_paused(source, &pausable, false, progress).await?;
-    journal.stage(Stage::RolledBack)?;
+    journal.stage(Stage::RolledBack).await?;
     Ok(removed)
 }
 
@@ -1182,7 +1200,7 @@ pub async fn create_groups(
                 .or_default() += 1;
         }
         if let Some(journal) = journal.as_deref() {
-            journal.save()?;
+            journal.save().await?;
         }
         if let Some(e) = failure {
             return Err(e);

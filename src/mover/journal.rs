@@ -136,13 +136,8 @@ impl Journal {
         }
     }
 
-    /// The file name for a move of these Clusters between these servers.
-    pub fn file_name(
-        source: &str,
-        target: &str,
-        namespace: Option<&str>,
-        clusters: &[String],
-    ) -> String {
+    /// A stable key for a move of these Clusters between these servers.
+    pub fn key(source: &str, target: &str, namespace: Option<&str>, clusters: &[String]) -> String {
         let mut names = clusters.to_vec();
         names.sort();
         let key = format!(
@@ -150,10 +145,20 @@ impl Journal {
             namespace.unwrap_or("*"),
             names.join(",")
         );
+        format!("{:016x}", fnv1a(key.as_bytes()))
+    }
+
+    /// The file name for a move of these Clusters between these servers.
+    pub fn file_name(
+        source: &str,
+        target: &str,
+        namespace: Option<&str>,
+        clusters: &[String],
+    ) -> String {
         format!(
-            "move-{}-{:016x}.json",
+            "move-{}-{}.json",
             namespace.unwrap_or("all-namespaces"),
-            fnv1a(key.as_bytes())
+            Journal::key(source, target, namespace, clusters)
         )
     }
 
@@ -346,5 +351,153 @@ mod tests {
             message.contains("not a kubectl-capi move journal"),
             "{message}"
         );
+    }
+}
+
+/// The journal's copy in the source cluster, for a resume from another machine: ConfigMaps
+/// `kubectl-capi-move-<key>-<n>` in the moved namespace (`default` for `-A`), each holding a slice
+/// of the journal well below the 1 MiB object limit. Unowned and unlabelled for move, they never
+/// move themselves; they are removed when the move is done or rolled back.
+pub mod copy {
+    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use serde_json::json;
+
+    use super::Journal;
+    use crate::error::Result;
+    use crate::kube::Cluster;
+
+    pub const LABEL: &str = "kubectl-capi.dev/move-journal";
+    const SHARD_LABEL: &str = "kubectl-capi.dev/move-journal-shard";
+    /// Characters of journal JSON per ConfigMap: a quarter of the 1 MiB limit.
+    pub const SHARD_SIZE: usize = 256 * 1024;
+
+    /// The namespace the copy lives in.
+    pub fn namespace(moved: Option<&str>) -> String {
+        moved.unwrap_or("default").to_string()
+    }
+
+    fn name(key: &str, shard: usize) -> String {
+        format!("kubectl-capi-move-{key}-{shard}")
+    }
+
+    /// The journal's JSON in slices (on character boundaries).
+    pub fn shards(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let mut end = rest.len().min(SHARD_SIZE);
+            while !rest.is_char_boundary(end) {
+                end -= 1;
+            }
+            let (head, tail) = rest.split_at(end);
+            out.push(head);
+            rest = tail;
+        }
+        out
+    }
+
+    /// Writes every slice (server-side apply, so a shard is created or replaced in one
+    /// request) and removes slices left from a longer earlier version.
+    pub async fn save(
+        cluster: &Cluster,
+        namespace: &str,
+        key: &str,
+        journal: &Journal,
+    ) -> Result<()> {
+        let text = serde_json::to_string(journal).expect("journal serialises");
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(cluster.client.clone(), namespace);
+        let slices = shards(&text);
+        for (index, slice) in slices.iter().enumerate() {
+            let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name(key, index), "namespace": namespace,
+                    "labels": {LABEL: key, SHARD_LABEL: index.to_string()}},
+                "data": {"journal": slice}});
+            api.patch(
+                &name(key, index),
+                &PatchParams::apply(crate::mover::execute::FIELD_MANAGER).force(),
+                &Patch::Apply(&body),
+            )
+            .await
+            .map_err(|e| cluster.api_error(e, "writing the move journal to the source cluster"))?;
+        }
+        let existing = api
+            .list(&ListParams::default().labels(&format!("{LABEL}={key}")))
+            .await
+            .map_err(|e| cluster.api_error(e, "listing the move journal in the source cluster"))?;
+        for stale in existing
+            .items
+            .iter()
+            .filter(|c| shard_of(c).is_some_and(|n| n >= slices.len()))
+        {
+            let _ = api
+                .delete(
+                    stale.metadata.name.as_deref().unwrap_or_default(),
+                    &DeleteParams::default(),
+                )
+                .await;
+        }
+        Ok(())
+    }
+
+    fn shard_of(configmap: &k8s_openapi::api::core::v1::ConfigMap) -> Option<usize> {
+        configmap
+            .metadata
+            .labels
+            .as_ref()?
+            .get(SHARD_LABEL)?
+            .parse()
+            .ok()
+    }
+
+    /// Reads the copy back, if there is a complete one.
+    pub async fn load(cluster: &Cluster, namespace: &str, key: &str) -> Result<Option<Journal>> {
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(cluster.client.clone(), namespace);
+        let mut found = api
+            .list(&ListParams::default().labels(&format!("{LABEL}={key}")))
+            .await
+            .map_err(|e| cluster.api_error(e, "reading the move journal in the source cluster"))?
+            .items;
+        found.sort_by_key(|c| shard_of(c).unwrap_or(usize::MAX));
+        let text: String = found
+            .iter()
+            .filter_map(|c| c.data.as_ref()?.get("journal").cloned())
+            .collect();
+        Ok(serde_json::from_str(&text).ok())
+    }
+
+    /// Removes the copy (the move is over).
+    pub async fn remove(cluster: &Cluster, namespace: &str, key: &str) -> Result<()> {
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(cluster.client.clone(), namespace);
+        let found = api
+            .list(&ListParams::default().labels(&format!("{LABEL}={key}")))
+            .await
+            .map_err(|e| cluster.api_error(e, "listing the move journal in the source cluster"))?;
+        for configmap in found.items {
+            let _ = api
+                .delete(
+                    configmap.metadata.name.as_deref().unwrap_or_default(),
+                    &DeleteParams::default(),
+                )
+                .await;
+        }
+        Ok(())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn slices_stay_under_the_limit_and_join_back() {
+            let text = "é".repeat(SHARD_SIZE); // two bytes each: boundaries matter
+            let slices = shards(&text);
+            assert!(slices.iter().all(|s| s.len() <= SHARD_SIZE));
+            assert_eq!(slices.concat(), text);
+            assert_eq!(slices.len(), 2);
+            assert!(shards("").is_empty());
+        }
     }
 }

@@ -304,6 +304,31 @@ impl World {
             .collect()
     }
 
+    /// How many plugin writes each server (source, target) has seen.
+    fn writes_per_server(&self) -> [usize; 2] {
+        [&self.source, &self.target].map(|s| {
+            s.mutations()
+                .iter()
+                .filter(|r| r.agent.starts_with("kubectl-capi/"))
+                .count()
+        })
+    }
+
+    /// The plugin's writes after `before` (from [`World::writes_per_server`]).
+    fn writes_since(&self, before: [usize; 2]) -> Vec<capi_sandbox::RequestRecord> {
+        [&self.source, &self.target]
+            .iter()
+            .zip(before)
+            .flat_map(|(s, n)| {
+                s.mutations()
+                    .into_iter()
+                    .filter(|r| r.agent.starts_with("kubectl-capi/"))
+                    .skip(n)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     async fn plugin(&self, args: &[&str]) -> crate::common::Output {
         run_plugin(Some(&self.dir.path().join("kubeconfig")), args).await
     }
@@ -359,14 +384,18 @@ impl World {
         let (groups, kept) = self.plan(args).await;
         let mut full = vec!["move", "--context", "source", "--to-context", "target"];
         full.extend_from_slice(args);
-        let before = self.plugin_writes().len();
+        let before = self.writes_per_server();
         let out = self.plugin(&full).await;
         assert_eq!(out.code, 0, "{}", out.stderr);
 
         // At most four writes per moved object (create, managedFields, mark, DELETE), plus the
         // pause and unpause of each Cluster and ClusterClass and the namespaces made.
-        let writes: Vec<capi_sandbox::RequestRecord> =
-            self.plugin_writes().into_iter().skip(before).collect();
+        // (The journal's copy in the source is a few writes per step, not per object.)
+        let writes: Vec<capi_sandbox::RequestRecord> = self
+            .writes_since(before)
+            .into_iter()
+            .filter(|r| !journal_shard(r))
+            .collect();
         let moved = groups.iter().map(Vec::len).sum::<usize>();
         let pausable = groups
             .iter()
@@ -447,6 +476,29 @@ impl World {
             );
         }
     }
+}
+
+/// A write to the journal's copy in the source cluster.
+fn journal_shard(r: &capi_sandbox::RequestRecord) -> bool {
+    r.resource == "configmaps"
+        && r.name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("kubectl-capi-move-"))
+}
+
+/// The journal's ConfigMaps in the source.
+fn journal_copies(world: &World) -> usize {
+    world
+        .source
+        .dump()
+        .iter()
+        .filter(|o| {
+            o["kind"] == "ConfigMap"
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("kubectl-capi-move-"))
+        })
+        .count()
 }
 
 fn group(items: &[&str]) -> Vec<String> {
@@ -1161,6 +1213,16 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
             continue;
         }
         killed += 1;
+        if point >= 3 {
+            assert!(
+                journal_copies(&world) > 0,
+                "killed after {point} writes: a copy in the source"
+            );
+        }
+        // Every third time, the local journal is lost: the copy in the source carries on.
+        if killed % 3 == 0 {
+            std::fs::remove_dir_all(state_dir()).ok();
+        }
         // The same command again: it finds the journal and finishes (or, killed before the
         // journal was written, starts afresh).
         let again = world.plugin(&args).await;
@@ -1187,6 +1249,11 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
             end_state(&world.source),
             end_state(&clean.source),
             "killed after {point} writes: the source"
+        );
+        assert_eq!(
+            journal_copies(&world),
+            0,
+            "the copy goes when the move is done"
         );
         // Running it once more finds nothing left to move.
         assert_eq!(world.plugin(&args).await.code, 2);
@@ -1367,4 +1434,9 @@ async fn ctrl_c_stops_at_a_safe_point_and_says_how_to_resume() {
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert_eq!(end_state(&w.target), end_state(&clean.target));
     assert_eq!(end_state(&w.source), end_state(&clean.source));
+}
+
+/// The state directory the plugin's journals go to in these tests.
+fn state_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("kubectl-capi-test-state-{}", std::process::id()))
 }
