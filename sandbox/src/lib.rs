@@ -4,6 +4,7 @@
 pub mod api;
 pub mod apiserver;
 pub mod bench;
+pub mod bench_move;
 pub mod controllers;
 
 pub mod crds;

@@ -1440,3 +1440,29 @@ async fn ctrl_c_stops_at_a_safe_point_and_says_how_to_resume() {
 fn state_dir() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("kubectl-capi-test-state-{}", std::process::id()))
 }
+
+/// The benchmark itself stays runnable (its figures come from `capi-sandbox bench-move`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_move_benchmark_runs_on_a_small_fixture() {
+    let options = capi_sandbox::bench_move::MoveOptions {
+        clusters: 2,
+        workers: 2,
+        write_latency: std::time::Duration::ZERO,
+        concurrency: 4,
+        plugin: crate::common::PLUGIN.into(),
+        sequential: true,
+    };
+    let report = capi_sandbox::bench_move::run(&options).await.unwrap();
+    assert!(
+        report.starts_with("2 clusters × (1 control-plane + 2 workers) = 50 objects"),
+        "{report}"
+    );
+    for line in [
+        "move --concurrency   4:",
+        "move --concurrency   1:",
+        "raw ceiling",
+        "parallel vs sequential",
+    ] {
+        assert!(report.contains(line), "{line}: {report}");
+    }
+}

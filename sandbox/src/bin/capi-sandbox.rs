@@ -123,6 +123,25 @@ enum Command {
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
     },
+    /// Measure kubectl-capi's move: --clusters workload clusters of one control-plane Machine and
+    /// --workers workers between two servers over loopback, with --write-latency-ms per write;
+    /// also with --concurrency 1, and the servers' raw ceiling.
+    BenchMove {
+        /// The kubectl-capi binary.
+        #[arg(long)]
+        plugin: PathBuf,
+        #[arg(long, default_value_t = 100)]
+        clusters: usize,
+        #[arg(long, default_value_t = 20)]
+        workers: usize,
+        #[arg(long, default_value_t = 5)]
+        write_latency_ms: u64,
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        /// Skip the sequential (--concurrency 1) run.
+        #[arg(long)]
+        no_sequential: bool,
+    },
 }
 
 async fn client_for(kubeconfig: &PathBuf, context: &str) -> anyhow::Result<kube::Client> {
@@ -345,6 +364,25 @@ async fn main() -> anyhow::Result<()> {
             };
             let mut stdout = std::io::stdout();
             capi_sandbox::demo::run(&options, &mut stdout).await?;
+            Ok(())
+        }
+        Command::BenchMove {
+            plugin,
+            clusters,
+            workers,
+            write_latency_ms,
+            concurrency,
+            no_sequential,
+        } => {
+            let options = capi_sandbox::bench_move::MoveOptions {
+                clusters,
+                workers,
+                write_latency: Duration::from_millis(write_latency_ms),
+                concurrency,
+                plugin,
+                sequential: !no_sequential,
+            };
+            print!("{}", capi_sandbox::bench_move::run(&options).await?);
             Ok(())
         }
         Command::BenchApiserver {

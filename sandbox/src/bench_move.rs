@@ -1,0 +1,432 @@
+//! `capi-sandbox bench-move`: how fast kubectl-capi moves about 10,000 objects between two
+//! sandbox servers over loopback, with a per-write latency standing in for etcd's commit; the
+//! same move with one write at a time (clusterctl's way); and the servers' own ceiling for
+//! parallel creates and deletes of the same objects with no planning. Figures, not assertions.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, stream};
+use serde_json::{Value, json};
+
+use crate::apiserver::{KubeconfigEntry, write_kubeconfig};
+use crate::crds::{self, Dialect};
+use crate::{ApiServer, ServerOptions, Serving};
+
+const CORE: &str = "cluster.x-k8s.io/v1beta2";
+const INFRA: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
+const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io/v1beta2";
+const CONTROL_PLANE: &str = "controlplane.cluster.x-k8s.io/v1beta2";
+
+pub struct MoveOptions {
+    pub clusters: usize,
+    pub workers: usize,
+    pub write_latency: Duration,
+    pub concurrency: usize,
+    pub plugin: PathBuf,
+    /// Also run with `--concurrency 1`.
+    pub sequential: bool,
+}
+
+/// Loads objects in order, resolving owners named `(kind, name, controller)` in the same
+/// namespace to the UIDs the server gave them.
+struct Loader<'a> {
+    server: &'a ApiServer,
+    uids: HashMap<(String, String), (String, String)>,
+    objects: Vec<Value>,
+}
+
+impl Loader<'_> {
+    fn add(
+        &mut self,
+        (api_version, kind): (&str, &str),
+        ns: &str,
+        name: &str,
+        owners: &[(&str, &str, bool)],
+        extra: Value,
+    ) -> anyhow::Result<()> {
+        let refs: Vec<Value> = owners
+            .iter()
+            .map(|(k, n, controller)| {
+                let (av, uid) = &self.uids[&(k.to_string(), format!("{ns}/{n}"))];
+                json!({"apiVersion": av, "kind": k, "name": n, "uid": uid,
+                    "controller": controller, "blockOwnerDeletion": controller})
+            })
+            .collect();
+        let mut object = json!({"apiVersion": api_version, "kind": kind,
+            "metadata": {"name": name, "namespace": ns, "ownerReferences": refs}});
+        if let (Some(target), Value::Object(extra)) = (object.as_object_mut(), extra) {
+            for (k, v) in extra {
+                if k == "metadata" {
+                    if let Some(labels) = v.get("labels") {
+                        target["metadata"]["labels"] = labels.clone();
+                    }
+                } else {
+                    target.insert(k, v);
+                }
+            }
+        }
+        let created = self.server.load(object)?;
+        self.uids.insert(
+            (kind.to_string(), format!("{ns}/{name}")),
+            (
+                api_version.to_string(),
+                created["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+        );
+        self.objects.push(created);
+        Ok(())
+    }
+
+    /// A provisioned Machine with its DockerMachine, KubeadmConfig and bootstrap Secret.
+    fn machine(
+        &mut self,
+        ns: &str,
+        cluster: &str,
+        name: &str,
+        owner: (&str, &str),
+    ) -> anyhow::Result<()> {
+        self.add((CORE, "Machine"), ns, name, &[(owner.0, owner.1, true)], json!({
+            "metadata": {"labels": {"cluster.x-k8s.io/cluster-name": cluster}},
+            "spec": {"clusterName": cluster,
+                "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfig", "name": name}},
+                "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachine", "name": name}},
+            "status": {"nodeRef": {"name": name}}}))?;
+        self.add(
+            (INFRA, "DockerMachine"),
+            ns,
+            name,
+            &[("Machine", name, true)],
+            json!({}),
+        )?;
+        self.add(
+            (BOOTSTRAP, "KubeadmConfig"),
+            ns,
+            name,
+            &[("Machine", name, true)],
+            json!({}),
+        )?;
+        self.add(
+            ("v1", "Secret"),
+            ns,
+            name,
+            &[("KubeadmConfig", name, true)],
+            json!({"type": "cluster.x-k8s.io/secret"}),
+        )
+    }
+
+    /// A provisioned workload cluster: one control-plane Machine and `workers` workers.
+    fn cluster(&mut self, ns: &str, name: &str, workers: usize) -> anyhow::Result<()> {
+        self.add((CORE, "Cluster"), ns, name, &[], json!({
+            "spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerCluster", "name": name},
+                "controlPlaneRef": {"apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": name}},
+            "status": {"initialization": {"infrastructureProvisioned": true, "controlPlaneInitialized": true},
+                "conditions": [{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}))?;
+        self.add(
+            (INFRA, "DockerCluster"),
+            ns,
+            name,
+            &[("Cluster", name, false)],
+            json!({}),
+        )?;
+        self.add(
+            (CONTROL_PLANE, "KubeadmControlPlane"),
+            ns,
+            name,
+            &[("Cluster", name, true)],
+            json!({}),
+        )?;
+        self.add(
+            (INFRA, "DockerMachineTemplate"),
+            ns,
+            &format!("{name}-cp"),
+            &[("Cluster", name, false)],
+            json!({}),
+        )?;
+        for suffix in ["ca", "etcd", "proxy", "sa", "kubeconfig"] {
+            self.add(
+                ("v1", "Secret"),
+                ns,
+                &format!("{name}-{suffix}"),
+                &[("KubeadmControlPlane", name, true)],
+                json!({}),
+            )?;
+        }
+        self.machine(
+            ns,
+            name,
+            &format!("{name}-cp-0"),
+            ("KubeadmControlPlane", name),
+        )?;
+        let md = format!("{name}-md");
+        self.add(
+            (CORE, "MachineDeployment"),
+            ns,
+            &md,
+            &[("Cluster", name, false)],
+            json!({}),
+        )?;
+        self.add(
+            (INFRA, "DockerMachineTemplate"),
+            ns,
+            &md,
+            &[("Cluster", name, false)],
+            json!({}),
+        )?;
+        self.add(
+            (BOOTSTRAP, "KubeadmConfigTemplate"),
+            ns,
+            &md,
+            &[("Cluster", name, false)],
+            json!({}),
+        )?;
+        let ms = format!("{md}-a");
+        self.add(
+            (CORE, "MachineSet"),
+            ns,
+            &ms,
+            &[("MachineDeployment", &md, true)],
+            json!({}),
+        )?;
+        for worker in 0..workers {
+            self.machine(ns, name, &format!("{ms}-{worker}"), ("MachineSet", &ms))?;
+        }
+        Ok(())
+    }
+}
+
+/// Loads `clusters` provisioned workload clusters into namespace `bench`; returns the objects.
+pub fn load_fixture(
+    server: &ApiServer,
+    clusters: usize,
+    workers: usize,
+) -> anyhow::Result<Vec<Value>> {
+    server.load(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}))?;
+    let mut loader = Loader {
+        server,
+        uids: HashMap::new(),
+        objects: Vec::new(),
+    };
+    for index in 0..clusters {
+        loader.cluster("bench", &format!("cluster-{index:03}"), workers)?;
+    }
+    Ok(loader.objects)
+}
+
+struct Pair {
+    source: ApiServer,
+    target: ApiServer,
+    _serving: (Serving, Serving),
+    kubeconfig: PathBuf,
+    objects: Vec<Value>,
+}
+
+async fn pair(options: &MoveOptions, dir: &Path, tag: &str) -> anyhow::Result<Pair> {
+    let source = ApiServer::new(ServerOptions::default());
+    let target = ApiServer::new(ServerOptions::default());
+    for server in [&source, &target] {
+        crds::install_with_inventory(server, Dialect::V1beta2)?;
+    }
+    let objects = load_fixture(&source, options.clusters, options.workers)?;
+    for server in [&source, &target] {
+        server.set_write_latency(options.write_latency);
+    }
+    let serving = (source.serve(0).await?, target.serve(0).await?);
+    let kubeconfig = dir.join(format!("kubeconfig-{tag}"));
+    let entries: Vec<KubeconfigEntry> = vec![
+        serving.0.kubeconfig_entry("source"),
+        serving.1.kubeconfig_entry("target"),
+    ];
+    write_kubeconfig(&kubeconfig, &entries)?;
+    Ok(Pair {
+        source,
+        target,
+        _serving: serving,
+        kubeconfig,
+        objects,
+    })
+}
+
+/// One timed move.
+pub struct MoveRun {
+    pub concurrency: usize,
+    pub objects: usize,
+    pub seconds: f64,
+    pub requests: usize,
+    pub writes: usize,
+    pub peak_rss_mib: f64,
+}
+
+/// The peak resident memory of a running process (Linux: VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+async fn timed_move(
+    options: &MoveOptions,
+    dir: &Path,
+    concurrency: usize,
+) -> anyhow::Result<MoveRun> {
+    let pair = pair(options, dir, &concurrency.to_string()).await?;
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(&options.plugin)
+        .args([
+            "move",
+            "-n",
+            "bench",
+            "--context",
+            "source",
+            "--to-context",
+            "target",
+        ])
+        .args(["--concurrency", &concurrency.to_string(), "-o", "json"])
+        .env("KUBECONFIG", &pair.kubeconfig)
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let pid = child.id().unwrap_or_default();
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = peak_rss_kib(pid) {
+            peak = peak.max(kib);
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    anyhow::ensure!(status.success(), "the move failed ({status})");
+    let agent = |r: &crate::RequestRecord| r.agent.starts_with("kubectl-capi/");
+    let requests = [&pair.source, &pair.target]
+        .iter()
+        .map(|s| s.requests().iter().filter(|r| agent(r)).count())
+        .sum();
+    let writes = [&pair.source, &pair.target]
+        .iter()
+        .map(|s| s.mutations().iter().filter(|r| agent(r)).count())
+        .sum();
+    Ok(MoveRun {
+        concurrency,
+        objects: pair.objects.len(),
+        seconds,
+        requests,
+        writes,
+        peak_rss_mib: peak as f64 / 1024.0,
+    })
+}
+
+/// The servers' ceiling: every object created in the target and deleted from the source with
+/// `concurrency` requests in flight, in-process, no planning, no checks. Seconds.
+async fn raw_ceiling(options: &MoveOptions, dir: &Path) -> anyhow::Result<f64> {
+    let pair = pair(options, dir, "raw").await?;
+    // Deletes in any order: the collector would race them for the dependents.
+    pair.source.set_garbage_collection(false);
+    let source = pair.source.client();
+    let target = pair.target.client();
+    crate::api::create(
+        &target,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}),
+    )
+    .await?;
+    let started = Instant::now();
+    let bodies: Vec<Value> = pair
+        .objects
+        .iter()
+        .map(|o| {
+            let mut body = o.clone();
+            let meta = body["metadata"].as_object_mut().expect("metadata");
+            for key in [
+                "uid",
+                "resourceVersion",
+                "creationTimestamp",
+                "managedFields",
+                "ownerReferences",
+            ] {
+                meta.remove(key);
+            }
+            body
+        })
+        .collect();
+    let created: Vec<anyhow::Result<()>> = stream::iter(bodies.iter().map(|b| {
+        let target = target.clone();
+        async move { crate::api::create(&target, b).await.map(|_| ()) }
+    }))
+    .buffer_unordered(options.concurrency)
+    .collect()
+    .await;
+    created.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
+    let deleted: Vec<anyhow::Result<()>> = stream::iter(pair.objects.iter().map(|o| {
+        let source = source.clone();
+        async move {
+            crate::api::delete(
+                &source,
+                o["apiVersion"].as_str().unwrap_or_default(),
+                o["kind"].as_str().unwrap_or_default(),
+                "bench",
+                o["metadata"]["name"].as_str().unwrap_or_default(),
+            )
+            .await
+            .map(|_| ())
+        }
+    }))
+    .buffer_unordered(options.concurrency)
+    .collect()
+    .await;
+    deleted.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Runs the benchmark and returns its report.
+pub async fn run(options: &MoveOptions) -> anyhow::Result<String> {
+    let dir = tempfile::tempdir()?;
+    let mut runs = vec![timed_move(options, dir.path(), options.concurrency).await?];
+    if options.sequential {
+        runs.push(timed_move(options, dir.path(), 1).await?);
+    }
+    let ceiling = raw_ceiling(options, dir.path()).await?;
+    let objects = runs[0].objects;
+    let mut out = format!(
+        "{} clusters × (1 control-plane + {} workers) = {objects} objects, write latency {} ms\n",
+        options.clusters,
+        options.workers,
+        options.write_latency.as_millis()
+    );
+    for r in &runs {
+        out.push_str(&format!(
+            "move --concurrency {:>3}: {:>7.1} s  {:>7.0} objects/s  {:.2} requests/object  {:.2} writes/object  peak RSS {:.0} MiB\n",
+            r.concurrency,
+            r.seconds,
+            r.objects as f64 / r.seconds,
+            r.requests as f64 / r.objects as f64,
+            r.writes as f64 / r.objects as f64,
+            r.peak_rss_mib
+        ));
+    }
+    out.push_str(&format!(
+        "raw ceiling ({}-way creates + deletes, in-process): {:.1} s  {:.0} objects/s\n",
+        options.concurrency,
+        ceiling,
+        objects as f64 / ceiling
+    ));
+    if let [parallel, sequential] = runs.as_slice() {
+        out.push_str(&format!(
+            "parallel vs sequential: {:.1}×\n",
+            sequential.seconds / parallel.seconds
+        ));
+    }
+    out.push_str(&format!(
+        "move vs raw ceiling: {:.0}% of the ceiling's speed\n",
+        100.0 * ceiling / runs[0].seconds
+    ));
+    Ok(out)
+}
