@@ -49,6 +49,8 @@ pub struct Connection {
     pub as_groups: Vec<String>,
     pub insecure_skip_tls_verify: bool,
     pub request_timeout: Option<Duration>,
+    /// `-v 6` and above: one stderr line per request (method, URL, status, time; never bodies).
+    pub log_requests: bool,
 }
 
 /// Which namespaces and Clusters a command looks at.
@@ -139,6 +141,7 @@ impl Settings {
                 as_groups: args.as_group.clone(),
                 insecure_skip_tls_verify: args.insecure_skip_tls_verify,
                 request_timeout,
+                log_requests: args.verbosity.unwrap_or(0) >= 6,
             },
             scope: Scope {
                 namespace: args.namespace.clone(),

@@ -129,7 +129,14 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
     let client = kube::Client::try_from(config)
         .map_err(|e| Error::from_kube(e, &url, "building the client"))?;
     Ok(Cluster {
-        client: retrying(client, RetrySettings::default()),
+        client: retrying(
+            client,
+            RetrySettings {
+                log_requests: connection.log_requests,
+                base_url: url.as_str().into(),
+                ..RetrySettings::default()
+            },
+        ),
         url,
         default_namespace,
         identity,

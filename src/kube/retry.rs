@@ -17,7 +17,7 @@ use http_body_util::BodyExt;
 use kube::client::Body;
 
 /// How hard to try.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RetrySettings {
     /// Attempts in all, the first included.
     pub attempts: u32,
@@ -26,6 +26,10 @@ pub struct RetrySettings {
     pub max_backoff: Duration,
     /// The longest `Retry-After` honoured; a longer one fails the request instead.
     pub max_retry_after: Duration,
+    /// kubectl's `-v 6`: a stderr line per request and answer, never a body.
+    pub log_requests: bool,
+    /// The server's URL, to print requests in full (the client adds it below this layer).
+    pub base_url: std::sync::Arc<str>,
 }
 
 impl Default for RetrySettings {
@@ -35,6 +39,8 @@ impl Default for RetrySettings {
             backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(5),
             max_retry_after: Duration::from_secs(60),
+            log_requests: false,
+            base_url: "".into(),
         }
     }
 }
@@ -115,10 +121,34 @@ pub async fn send(
         } else {
             None
         };
-        let Some(spare) = spare else {
-            return client.send(request).await;
+        let line = settings.log_requests.then(|| {
+            (
+                request.method().clone(),
+                request.uri().clone(),
+                std::time::Instant::now(),
+            )
+        });
+        let log = |answer: &Result<Response<Body>, kube::Error>| {
+            if let Some((method, uri, started)) = &line {
+                let status = match answer {
+                    Ok(r) => r.status().to_string(),
+                    Err(e) => format!("failed ({e})"),
+                };
+                eprintln!(
+                    "{method} {}{uri} {status} in {} milliseconds",
+                    settings.base_url,
+                    started.elapsed().as_millis()
+                );
+            }
         };
-        let delay = match client.send(request).await {
+        let Some(spare) = spare else {
+            let answer = client.send(request).await;
+            log(&answer);
+            return answer;
+        };
+        let answer = client.send(request).await;
+        log(&answer);
+        let delay = match answer {
             Err(e) if transient(&e) => settings.backoff(attempt),
             Err(e) => return Err(e),
             Ok(response) => {
@@ -175,7 +205,7 @@ impl tower::Service<Request<Body>> for Retrying {
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let client = self.inner.clone();
-        let settings = self.settings;
+        let settings = self.settings.clone();
         Box::pin(async move { send(&client, request, &settings).await })
     }
 }

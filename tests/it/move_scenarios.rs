@@ -522,6 +522,43 @@ async fn a_cluster() {
         w.plan(&["-n", "ns1"]).await.0,
         [group(&["Cluster ns1/foo"]), group(&CLUSTER_FOO)]
     );
+    // -v 6 logs every request, kubectl-style, on stderr; never a body.
+    let verbose = w
+        .plugin(&[
+            "move",
+            "--context",
+            "source",
+            "--to-context",
+            "target",
+            "-n",
+            "ns1",
+            "--dry-run=server",
+            "-v",
+            "6",
+        ])
+        .await;
+    assert_eq!(verbose.code, 0, "{}", verbose.stderr);
+    assert!(
+        verbose.stdout.starts_with("Move plan:"),
+        "{}",
+        verbose.stdout
+    );
+    let logged: Vec<&str> = verbose
+        .stderr
+        .lines()
+        .filter(|l| l.contains(" milliseconds"))
+        .collect();
+    assert!(
+        logged.iter().any(|l| l.starts_with("GET http://")
+            && l.contains("/apis/cluster.x-k8s.io/v1beta2/namespaces/ns1/clusters")
+            && l.contains(" 200 OK in "))
+            && logged
+                .iter()
+                .any(|l| l.starts_with("POST http://") && l.contains("dryRun=All")),
+        "{}",
+        verbose.stderr
+    );
+    assert!(!verbose.stderr.contains("\"data\""), "no bodies");
     // Sequential writes (clusterctl's way) give the same result as the parallel default.
     w.move_and_check(&["-n", "ns1", "--concurrency", "1"]).await;
 }
