@@ -428,21 +428,24 @@ pub async fn preflight(
     }
     // A server-side dry run of every create, so schema and webhook rejections surface now.
     let mut created_namespaces = Vec::new();
+    let mut seen_namespaces = BTreeSet::new();
     for uid in plan.groups.iter().flatten() {
-        let node = plan.node(uid);
-        if !node.reference.namespace.is_empty()
-            && !created_namespaces.contains(&node.reference.namespace)
-            && ensure_namespace(&target.cluster, &node.reference.namespace).await?
+        let namespace = &plan.node(uid).reference.namespace;
+        if !namespace.is_empty()
+            && seen_namespaces.insert(namespace.clone())
+            && ensure_namespace(&target.cluster, namespace).await?
         {
-            created_namespaces.push(node.reference.namespace.clone());
+            created_namespaces.push(namespace.clone());
         }
     }
-    for uid in plan.groups.iter().flatten() {
+    let dry_runs = plan.groups.iter().flatten().filter_map(|uid| {
         let node = plan.node(uid);
-        let (Some(t), Some(object)) = (type_of(types, &node.reference), node.object.as_ref())
-        else {
-            continue;
-        };
+        let t = type_of(types, &node.reference)?;
+        let object = node.object.as_ref()?;
+        Some((uid, node, t, object))
+    });
+    // In parallel, answers kept in plan order so the report reads the same every time.
+    let answers: Vec<_> = stream::iter(dry_runs.map(|(uid, node, t, object)| async move {
         let (body, _) = target_body(plan, object, &HashMap::new());
         let object: DynamicObject = serde_json::from_value(body).expect("valid body");
         let result = api(&target.cluster, &t.resource, &node.reference.namespace)
@@ -454,6 +457,12 @@ pub async fn preflight(
                 &object,
             )
             .await;
+        (uid, node, result)
+    }))
+    .buffered(DEFAULT_CONCURRENCY)
+    .collect()
+    .await;
+    for (uid, node, result) in answers {
         match result {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 409 => {
