@@ -274,9 +274,19 @@ async fn check_permissions(
             ));
         }
     }
-    for (in_source, verb, group, resource, ns) in needed {
-        let cluster = if in_source { source } else { target };
-        if !access_review(cluster, verb, &group, &resource, &ns).await? {
+    // Sixteen reviews at a time; answers in a stable order for the report.
+    let answers: Vec<_> = stream::iter(needed.into_iter().map(
+        |(in_source, verb, group, resource, ns)| async move {
+            let cluster = if in_source { source } else { target };
+            let allowed = access_review(cluster, verb, &group, &resource, &ns).await;
+            (in_source, verb, group, resource, ns, allowed)
+        },
+    ))
+    .buffered(DEFAULT_CONCURRENCY)
+    .collect()
+    .await;
+    for (in_source, verb, group, resource, ns, allowed) in answers {
+        if !allowed? {
             let qualified = if group.is_empty() {
                 resource.clone()
             } else {
