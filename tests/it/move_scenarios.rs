@@ -10,8 +10,6 @@ use capi_sandbox::crds::{self, Dialect};
 use capi_sandbox::{ApiServer, FaultAction, FaultRule, ServerOptions, Serving};
 use serde_json::{Value, json};
 
-use crate::common::run_plugin;
-
 const CORE: &str = "cluster.x-k8s.io/v1beta2";
 const INFRA: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
 const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io/v1beta2";
@@ -330,7 +328,24 @@ impl World {
     }
 
     async fn plugin(&self, args: &[&str]) -> crate::common::Output {
-        run_plugin(Some(&self.dir.path().join("kubeconfig")), args).await
+        let output = self.command(args).output().await.unwrap();
+        crate::common::Output {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// The plugin against this world, with journals in this world's own state directory.
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command =
+            crate::common::plugin_command(Some(&self.dir.path().join("kubeconfig")), args);
+        command.env("XDG_STATE_HOME", self.state_dir());
+        command
+    }
+
+    fn state_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("state")
     }
 
     /// The plan's groups as sorted `Kind ns/name` lists, and the objects copied but kept.
@@ -1184,9 +1199,7 @@ async fn a_move_through_failing_writes_ends_like_a_clean_one() {
 /// servers. Returns whether it was killed (false: it finished first).
 async fn kill_after_writes(world: &World, args: &[&str], writes: usize) -> bool {
     let before = world.plugin_writes().len();
-    let mut child = crate::common::plugin_command(Some(&world.dir.path().join("kubeconfig")), args)
-        .spawn()
-        .unwrap();
+    let mut child = world.command(args).spawn().unwrap();
     loop {
         if world.plugin_writes().len() - before >= writes {
             child.start_kill().unwrap();
@@ -1258,7 +1271,7 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
         }
         // Every third time, the local journal is lost: the copy in the source carries on.
         if killed % 3 == 0 {
-            std::fs::remove_dir_all(state_dir()).ok();
+            let _ = std::fs::remove_dir_all(world.state_dir());
         }
         // The same command again: it finds the journal and finishes (or, killed before the
         // journal was written, starts afresh).
@@ -1438,9 +1451,7 @@ async fn ctrl_c_stops_at_a_safe_point_and_says_how_to_resume() {
     w.target
         .set_write_latency(std::time::Duration::from_millis(20));
     let before = w.plugin_writes().len();
-    let child = crate::common::plugin_command(Some(&w.dir.path().join("kubeconfig")), &args)
-        .spawn()
-        .unwrap();
+    let child = w.command(&args).spawn().unwrap();
     while w.plugin_writes().len() - before < 6 {
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
@@ -1471,11 +1482,6 @@ async fn ctrl_c_stops_at_a_safe_point_and_says_how_to_resume() {
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert_eq!(end_state(&w.target), end_state(&clean.target));
     assert_eq!(end_state(&w.source), end_state(&clean.source));
-}
-
-/// The state directory the plugin's journals go to in these tests.
-fn state_dir() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("kubectl-capi-test-state-{}", std::process::id()))
 }
 
 /// The benchmark itself stays runnable (its figures come from `capi-sandbox bench-move`).
