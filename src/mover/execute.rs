@@ -935,6 +935,40 @@ fn entry_resource(entry: &Entry) -> ApiResource {
     )
 }
 
+/// A journal entry's object, read by name in `cluster` (the `source` or `target`, for the
+/// message), with its API resource; `None` when there is none.
+async fn read_entry(
+    cluster: &Cluster,
+    entry: &Entry,
+    which: &str,
+) -> Result<Option<(ApiResource, DynamicObject)>> {
+    let resource = entry_resource(entry);
+    let namespace = if entry.namespaced {
+        entry.object.namespace.as_str()
+    } else {
+        ""
+    };
+    let object = api(cluster, &resource, namespace)
+        .get_opt(&entry.object.name)
+        .await
+        .map_err(|e| {
+            cluster.api_error(
+                e,
+                &format!("reading {} in the {which}", entry.object.kubectl_name()),
+            )
+        })?;
+    Ok(object.map(|o| (resource, o)))
+}
+
+/// The summary's per-kind key: `Kind.group`, or `Kind` for the core group.
+fn kind_key(kind: &str, group: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
 /// Resumes a move whose objects all exist in the target (stage Deleting or Unpausing) from its
 /// journal alone: the source may be half deleted, so it cannot be planned again.
 pub async fn finish_from_journal(
@@ -965,24 +999,10 @@ pub async fn finish_from_journal(
             let done: Vec<String> =
                 stream::iter(remaining(&journal.journal, group).into_iter().map(
                     |entry| async move {
-                        let resource = entry_resource(&entry);
-                        let namespace = if entry.namespaced {
-                            entry.object.namespace.as_str()
-                        } else {
-                            ""
-                        };
-                        let current = api(source, &resource, namespace)
-                            .get_opt(&entry.object.name)
-                            .await
-                            .map_err(|e| {
-                                source.api_error(
-                                    e,
-                                    &format!("reading {}", entry.object.kubectl_name()),
-                                )
-                            })?;
                         // Gone, or replaced by a different object of the same name: nothing to do.
-                        if let Some(object) = current
-                            .filter(|o| o.metadata.uid.as_deref() == Some(entry.uid.as_str()))
+                        if let Some((resource, object)) = read_entry(source, &entry, "source")
+                            .await?
+                            .filter(|(_, o)| o.metadata.uid.as_deref() == Some(entry.uid.as_str()))
                         {
                             delete_one(source, &resource, &object).await?;
                         }
@@ -1015,11 +1035,7 @@ pub async fn finish_from_journal(
     let mut created: BTreeMap<String, usize> = BTreeMap::new();
     for entry in &journal.journal.entries {
         *created
-            .entry(
-                format!("{}.{}", entry.object.kind, entry.object.group())
-                    .trim_end_matches('.')
-                    .to_string(),
-            )
+            .entry(kind_key(&entry.object.kind, entry.object.group()))
             .or_default() += 1;
     }
     Ok(Summary {
@@ -1072,23 +1088,9 @@ pub async fn rollback_from_journal(
             .iter()
             .filter(|e| e.group == group)
             .map(|entry| async move {
-                let resource = entry_resource(entry);
-                let namespace = if entry.namespaced {
-                    entry.object.namespace.as_str()
-                } else {
-                    ""
-                };
-                let copy = api(target, &resource, namespace)
-                    .get_opt(&entry.object.name)
-                    .await
-                    .map_err(|e| {
-                        target.api_error(
-                            e,
-                            &format!("reading {} in the target", entry.object.kubectl_name()),
-                        )
-                    })?;
+                let copy = read_entry(target, entry, "target").await?;
                 let found = copy.is_some();
-                if let Some(copy) = copy {
+                if let Some((resource, copy)) = copy {
                     delete_one(target, &resource, &copy).await?;
                 }
                 progress.done(Phase::Delete, &entry.object);
@@ -1211,11 +1213,7 @@ pub async fn create_groups(
             created.uids.insert(uid, new_uid);
             *created
                 .per_kind
-                .entry(
-                    format!("{}.{}", t.info.kind, t.info.group)
-                        .trim_end_matches('.')
-                        .to_string(),
-                )
+                .entry(kind_key(&t.info.kind, &t.info.group))
                 .or_default() += 1;
         }
         if let Some(journal) = journal.as_deref() {
