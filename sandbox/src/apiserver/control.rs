@@ -56,6 +56,9 @@ pub enum FaultAction {
     Drop,
     /// Do the request, then close the connection before answering.
     ApplyThenDrop,
+    /// Do the request and log it, then hold the answer back this long: a client killed in
+    /// the meantime never learns that its write was applied.
+    ApplyThenStall(Duration),
 }
 
 /// Which requests a fault applies to, and how many times.
@@ -71,6 +74,8 @@ pub struct FaultRule {
     pub remaining: Option<u32>,
     /// Apply to this fraction of matching requests (1.0: all).
     pub probability: f64,
+    /// Let this many matching requests pass untouched first.
+    pub skip: u32,
 }
 
 impl FaultRule {
@@ -83,6 +88,7 @@ impl FaultRule {
             action,
             remaining: None,
             probability: 1.0,
+            skip: 0,
         }
     }
     /// Only requests from clients whose User-Agent starts with `prefix`.
@@ -118,6 +124,11 @@ impl FaultRule {
     }
     pub fn probability(mut self, p: f64) -> Self {
         self.probability = p;
+        self
+    }
+    /// Lets the first `n` matching requests pass before the rule applies.
+    pub fn skip(mut self, n: u32) -> Self {
+        self.skip = n;
         self
     }
 
@@ -161,6 +172,10 @@ impl Faults {
         let mut actions = Vec::new();
         for rule in self.rules.iter_mut() {
             if !rule.matches(verb, resource, name, agent) {
+                continue;
+            }
+            if rule.skip > 0 {
+                rule.skip -= 1;
                 continue;
             }
             if rule.probability < 1.0 && !self.rng.random_bool(rule.probability.clamp(0.0, 1.0)) {

@@ -23,10 +23,12 @@ use super::watch::{self, WatchSpec};
 /// The largest request body the apiserver reads.
 pub const MAX_REQUEST_BYTES: usize = 3 * 1024 * 1024;
 
-pub enum Outcome {
+enum Outcome {
     Respond(Response<Body>),
     /// Close the connection without an answer.
     Drop,
+    /// Answer, but only after this delay (the request is logged before it).
+    Late(Response<Body>, Duration),
 }
 
 /// Who is asking.
@@ -343,7 +345,8 @@ fn deprecation_warning(target: &Target) -> Vec<(header::HeaderName, String)> {
     )]
 }
 
-pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Outcome {
+/// Serves one request and logs it; `None` when an injected fault drops the connection.
+pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Response<Body>> {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
@@ -379,11 +382,18 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Outcome {
     )
     .await;
     record.code = match &outcome {
-        Outcome::Respond(response) => response.status().as_u16(),
+        Outcome::Respond(response) | Outcome::Late(response, _) => response.status().as_u16(),
         Outcome::Drop => 0,
     };
     shared.log.lock().push(record);
-    outcome
+    match outcome {
+        Outcome::Respond(response) => Some(response),
+        Outcome::Late(response, delay) => {
+            tokio::time::sleep(delay).await;
+            Some(response)
+        }
+        Outcome::Drop => None,
+    }
 }
 
 async fn serve(
@@ -444,6 +454,7 @@ async fn serve(
         &record.agent,
     );
     let mut drop_after = false;
+    let mut stall_after = None;
     for action in actions {
         match action {
             FaultAction::Latency(delay) => tokio::time::sleep(delay).await,
@@ -460,6 +471,7 @@ async fn serve(
             }
             FaultAction::Drop => return Outcome::Drop,
             FaultAction::ApplyThenDrop => drop_after = true,
+            FaultAction::ApplyThenStall(delay) => stall_after = Some(delay),
         }
     }
 
@@ -497,11 +509,15 @@ async fn serve(
     if drop_after {
         return Outcome::Drop;
     }
-    Outcome::Respond(match result {
+    let response = match result {
         Ok(Reply::Json(code, value)) => json_response(code, &value, &warnings),
         Ok(Reply::Raw(response)) => response,
         Err(err) => error_response(&err),
-    })
+    };
+    match stall_after {
+        Some(delay) => Outcome::Late(response, delay),
+        None => Outcome::Respond(response),
+    }
 }
 
 enum Reply {

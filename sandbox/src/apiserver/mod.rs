@@ -35,7 +35,6 @@ use tokio::sync::{Notify, broadcast};
 
 pub use control::{FaultAction, FaultRule, RequestRecord};
 use control::{Faults, Policy};
-use handler::Outcome;
 use store::State;
 
 /// How one server behaves.
@@ -458,10 +457,9 @@ async fn respond_bytes(
     shared: Arc<Shared>,
     request: Request<Bytes>,
 ) -> Result<Response<axum::body::Body>, BoxError> {
-    match handler::handle(shared, request).await {
-        Outcome::Respond(response) => Ok(response),
-        Outcome::Drop => Err("connection dropped by an injected fault".into()),
-    }
+    handler::handle(shared, request)
+        .await
+        .ok_or_else(|| "connection dropped by an injected fault".into())
 }
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

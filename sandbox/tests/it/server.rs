@@ -830,6 +830,37 @@ async fn injected_faults_fail_delay_and_drop() {
         "a dropped request does nothing"
     );
 
+    // The second create from now on is applied and logged, and its answer held back.
+    server.inject(
+        FaultRule::new(FaultAction::ApplyThenStall(Duration::from_secs(30)))
+            .verbs(&["create"])
+            .skip(1)
+            .times(1),
+    );
+    post(&client, WIDGETS, &cluster("c4")).await;
+    let request = http::Request::post(WIDGETS)
+        .header("content-type", "application/json")
+        .body(cluster("c5").to_string().into_bytes())
+        .unwrap();
+    let stalled = tokio::time::timeout(
+        Duration::from_millis(300),
+        client.send(request.map(kube::client::Body::from)),
+    )
+    .await;
+    assert!(stalled.is_err(), "the answer is held back");
+    assert_eq!(get(&client, &format!("{WIDGETS}/c5")).await.code, 200);
+    let last_create = server
+        .requests()
+        .into_iter()
+        .rfind(|r| r.verb == "create")
+        .unwrap();
+    assert_eq!(
+        (last_create.name.as_deref(), last_create.code),
+        (None, 201),
+        "logged with its outcome before the answer"
+    );
+    post(&client, WIDGETS, &cluster("c6")).await;
+
     server.set_write_latency(Duration::from_millis(30));
     let started = std::time::Instant::now();
     post(&client, WIDGETS, &cluster("slow")).await;
@@ -840,7 +871,7 @@ async fn injected_faults_fail_delay_and_drop() {
     server.set_write_latency(Duration::ZERO);
 
     let creates = server.count("create", "clusters");
-    assert_eq!(creates, 5);
+    assert_eq!(creates, 8);
     assert_eq!(
         server
             .requests()
