@@ -1195,13 +1195,70 @@ async fn a_move_through_failing_writes_ends_like_a_clean_one() {
     assert_eq!(end_state(&faulty.source), end_state(&clean.source));
 }
 
-/// Starts the plugin and SIGKILLs it once `writes` state-changing requests of it reached the
-/// servers. Returns whether it was killed (false: it finished first).
-async fn kill_after_writes(world: &World, args: &[&str], writes: usize) -> bool {
-    let before = world.plugin_writes().len();
+/// Where a crash test kills the move.
+#[derive(Clone, Copy, Debug)]
+enum KillPoint {
+    /// Once this many of its writes changed state, in either server.
+    Writes(usize),
+    /// Right after its Nth write to the journal's copy: the journal is written at every
+    /// stage boundary and after every group, so these are the phase boundaries.
+    JournalWrites(usize),
+    /// While a write is applied but its answer held back: the real (not dry-run) write
+    /// attempt number `skip + 1` in `server` (0 source, 1 target).
+    Unanswered { server: usize, skip: u32 },
+}
+
+/// Per server (source, target): the plugin's write attempts that are not dry runs, and its
+/// access reviews, which come first and which a [`KillPoint::Unanswered`] rule counts too.
+fn write_attempts(world: &World) -> [(usize, usize); 2] {
+    [&world.source, &world.target].map(|s| {
+        let requests: Vec<_> = s
+            .requests()
+            .into_iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .collect();
+        (
+            requests.iter().filter(|r| r.is_write_attempt()).count(),
+            requests
+                .iter()
+                .filter(|r| r.resource == "selfsubjectaccessreviews")
+                .count(),
+        )
+    })
+}
+
+/// Starts the plugin and SIGKILLs it at `point`. Returns whether it was killed (false: it
+/// finished first).
+async fn kill_at(world: &World, args: &[&str], point: KillPoint) -> bool {
+    let before = world.writes_per_server();
+    let servers = [&world.source, &world.target];
+    if let KillPoint::Unanswered { server, skip } = point {
+        servers[server].inject(
+            FaultRule::new(FaultAction::ApplyThenStall(std::time::Duration::from_secs(
+                300,
+            )))
+            .verbs(&["write"])
+            .dry_run(false)
+            .agent("kubectl-capi/")
+            .skip(skip)
+            .times(1),
+        );
+    }
     let mut child = world.command(args).spawn().unwrap();
     loop {
-        if world.plugin_writes().len() - before >= writes {
+        let reached = match point {
+            KillPoint::Writes(n) => world.writes_since(before).len() >= n,
+            KillPoint::JournalWrites(n) => {
+                world
+                    .writes_since(before)
+                    .iter()
+                    .filter(|r| journal_shard(r))
+                    .count()
+                    >= n
+            }
+            KillPoint::Unanswered { server, .. } => servers[server].answers_held() > 0,
+        };
+        if reached {
             child.start_kill().unwrap();
             child.wait().await.unwrap();
             return true;
@@ -1244,7 +1301,13 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
     let clean = World::start(&f).await;
     let writes_before = clean.plugin_writes().len();
     clean.move_and_check(&["-n", "ns1"]).await;
-    let total = clean.plugin_writes().len() - writes_before;
+    let clean_writes = clean.plugin_writes();
+    let total = clean_writes.len() - writes_before;
+    let journal_writes = clean_writes
+        .iter()
+        .skip(writes_before)
+        .filter(|r| journal_shard(r))
+        .count();
     let args = [
         "move",
         "--context",
@@ -1255,18 +1318,35 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
         "ns1",
     ];
 
-    let (mut killed, mut resumed) = (0, 0);
+    // Spread over all writes, at every phase boundary, and between a write's apply and its
+    // answer at points spread over each server's writes.
+    let mut points: Vec<KillPoint> = (1..total)
+        .step_by((total / 16).max(1))
+        .map(KillPoint::Writes)
+        .collect();
+    points.extend((1..journal_writes).map(KillPoint::JournalWrites));
+    for (server, (writes, reviews)) in write_attempts(&clean).into_iter().enumerate() {
+        points.extend((1..=5).map(|i| KillPoint::Unanswered {
+            server,
+            skip: (reviews + writes * i / 6) as u32,
+        }));
+    }
+
+    let (mut killed, mut unanswered, mut resumed) = (0, 0, 0);
     let mut stages = BTreeSet::new();
-    for point in (1..total).step_by((total / 14).max(1)) {
+    for point in points {
         let world = World::start(&f).await;
-        if !kill_after_writes(&world, &args, point).await {
+        if !kill_at(&world, &args, point).await {
             continue;
         }
         killed += 1;
-        if point >= 3 {
+        if matches!(point, KillPoint::Unanswered { .. }) {
+            unanswered += 1;
+        }
+        if world.writes_since([0, 0]).len() >= 3 {
             assert!(
                 journal_copies(&world) > 0,
-                "killed after {point} writes: a copy in the source"
+                "killed at {point:?}: a copy in the source"
             );
         }
         // Every third time, the local journal is lost: the copy in the source carries on.
@@ -1276,11 +1356,7 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
         // The same command again: it finds the journal and finishes (or, killed before the
         // journal was written, starts afresh).
         let again = world.plugin(&args).await;
-        assert_eq!(
-            again.code, 0,
-            "killed after {point} writes: {}",
-            again.stderr
-        );
+        assert_eq!(again.code, 0, "killed at {point:?}: {}", again.stderr);
         if again.stderr.contains("continuing the interrupted move") {
             resumed += 1;
         }
@@ -1293,12 +1369,12 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
         assert_eq!(
             end_state(&world.target),
             end_state(&clean.target),
-            "killed after {point} writes: the target"
+            "killed at {point:?}: the target"
         );
         assert_eq!(
             end_state(&world.source),
             end_state(&clean.source),
-            "killed after {point} writes: the source"
+            "killed at {point:?}: the source"
         );
         assert_eq!(
             journal_copies(&world),
@@ -1306,15 +1382,26 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
             "the copy goes when the move is done"
         );
         // Running it once more finds nothing left to move.
-        assert_eq!(world.plugin(&args).await.code, 2);
+        if killed % 4 == 0 {
+            assert_eq!(world.plugin(&args).await.code, 2);
+        }
     }
-    assert!(killed >= 10, "{killed} kill points of {total} writes");
+    assert!(
+        killed >= 30,
+        "{killed} kill points of {total} writes, {journal_writes} to the journal"
+    );
+    assert!(
+        unanswered >= 8,
+        "{unanswered} kills with an unanswered write"
+    );
     assert!(
         resumed >= killed - 2,
         "{resumed} of {killed} reruns continued from the journal"
     );
     assert!(
-        stages.contains("Creating") && stages.contains("Deleting"),
+        ["Pausing", "Creating", "Deleting", "Unpausing"]
+            .iter()
+            .all(|s| stages.contains(s)),
         "resumed from {stages:?}"
     );
 }
@@ -1372,7 +1459,7 @@ async fn rollback_before_deletion_restores_the_source_and_cleans_the_target() {
     let source_before = end_state(&w.source);
     let target_before = end_state(&w.target);
     assert!(
-        kill_after_writes(&w, &args, 8).await,
+        kill_at(&w, &args, KillPoint::Writes(8)).await,
         "killed while creating"
     );
     assert_ne!(end_state(&w.target), target_before, "copies were made");
@@ -1411,7 +1498,7 @@ async fn rollback_before_deletion_restores_the_source_and_cleans_the_target() {
         clean.plugin_writes().len() - before
     };
     assert!(
-        kill_after_writes(&w, &args, total - 3).await,
+        kill_at(&w, &args, KillPoint::Writes(total - 3)).await,
         "killed while deleting"
     );
     let refused = w.plugin(&rollback).await;

@@ -76,6 +76,8 @@ pub struct FaultRule {
     pub probability: f64,
     /// Let this many matching requests pass untouched first.
     pub skip: u32,
+    /// Only dry-run requests (`Some(true)`) or only real ones (`Some(false)`).
+    pub dry_run: Option<bool>,
 }
 
 impl FaultRule {
@@ -89,6 +91,7 @@ impl FaultRule {
             remaining: None,
             probability: 1.0,
             skip: 0,
+            dry_run: None,
         }
     }
     /// Only requests from clients whose User-Agent starts with `prefix`.
@@ -126,14 +129,28 @@ impl FaultRule {
         self.probability = p;
         self
     }
+    /// Only requests that persist (`false`) or only dry runs (`true`).
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = Some(dry_run);
+        self
+    }
     /// Lets the first `n` matching requests pass before the rule applies.
     pub fn skip(mut self, n: u32) -> Self {
         self.skip = n;
         self
     }
 
-    fn matches(&self, verb: &str, resource: &str, name: Option<&str>, agent: &str) -> bool {
-        if self.agent.as_deref().is_some_and(|a| !agent.starts_with(a)) {
+    fn matches(
+        &self,
+        verb: &str,
+        dry_run: bool,
+        resource: &str,
+        name: Option<&str>,
+        agent: &str,
+    ) -> bool {
+        if self.agent.as_deref().is_some_and(|a| !agent.starts_with(a))
+            || self.dry_run.is_some_and(|d| d != dry_run)
+        {
             return false;
         }
         (self.verbs.is_empty() || self.verbs.iter().any(|v| v == verb))
@@ -165,13 +182,14 @@ impl Faults {
     pub fn take(
         &mut self,
         verb: &str,
+        dry_run: bool,
         resource: &str,
         name: Option<&str>,
         agent: &str,
     ) -> Vec<FaultAction> {
         let mut actions = Vec::new();
         for rule in self.rules.iter_mut() {
-            if !rule.matches(verb, resource, name, agent) {
+            if !rule.matches(verb, dry_run, resource, name, agent) {
                 continue;
             }
             if rule.skip > 0 {
@@ -261,10 +279,31 @@ mod tests {
             .verbs(&["create"])
             .times(2),
         );
-        assert_eq!(faults.take("create", "clusters", None, "").len(), 1);
-        assert_eq!(faults.take("get", "clusters", None, "").len(), 0);
-        assert_eq!(faults.take("create", "clusters", None, "").len(), 1);
-        assert_eq!(faults.take("create", "clusters", None, "").len(), 0);
+        assert_eq!(faults.take("create", false, "clusters", None, "").len(), 1);
+        assert_eq!(faults.take("get", false, "clusters", None, "").len(), 0);
+        assert_eq!(faults.take("create", false, "clusters", None, "").len(), 1);
+        assert_eq!(faults.take("create", false, "clusters", None, "").len(), 0);
+    }
+
+    #[test]
+    fn skipped_and_dry_run_requests_do_not_use_up_a_rule() {
+        let mut faults = Faults::new(1);
+        faults.add(
+            FaultRule::new(FaultAction::Drop)
+                .verbs(&["write"])
+                .dry_run(false)
+                .skip(1)
+                .times(1),
+        );
+        assert!(faults.take("create", true, "clusters", None, "").is_empty());
+        assert!(faults.take("patch", false, "clusters", None, "").is_empty());
+        assert!(faults.take("get", false, "clusters", None, "").is_empty());
+        assert_eq!(faults.take("delete", false, "clusters", None, "").len(), 1);
+        assert!(
+            faults
+                .take("delete", false, "clusters", None, "")
+                .is_empty()
+        );
     }
 
     #[test]

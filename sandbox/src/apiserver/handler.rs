@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -389,7 +390,9 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
     match outcome {
         Outcome::Respond(response) => Some(response),
         Outcome::Late(response, delay) => {
+            shared.answers_held.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(delay).await;
+            shared.answers_held.fetch_sub(1, Ordering::SeqCst);
             Some(response)
         }
         Outcome::Drop => None,
@@ -449,6 +452,7 @@ async fn serve(
 
     let actions = shared.faults.lock().take(
         target.verb,
+        query.dry_run(),
         &target.def.plural,
         target.name.as_deref(),
         &record.agent,

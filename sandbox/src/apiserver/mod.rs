@@ -20,7 +20,7 @@ mod watch;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -75,6 +75,8 @@ pub(crate) struct Shared {
     gc_enabled: AtomicBool,
     gc_notify: Notify,
     write_latency_us: AtomicU64,
+    /// Answers currently held back by an `ApplyThenStall` fault.
+    answers_held: AtomicUsize,
     address: Mutex<String>,
     shutdown: tokio::sync::watch::Sender<bool>,
 }
@@ -119,6 +121,7 @@ impl ApiServer {
             gc_enabled: AtomicBool::new(true),
             gc_notify: Notify::new(),
             write_latency_us: AtomicU64::new(0),
+            answers_held: AtomicUsize::new(0),
             address: Mutex::new("127.0.0.1:0".to_string()),
             shutdown,
         });
@@ -248,6 +251,12 @@ impl ApiServer {
 
     pub fn inject(&self, rule: FaultRule) {
         self.shared.faults.lock().add(rule);
+    }
+
+    /// How many applied requests are waiting for their answer to be released
+    /// ([`FaultAction::ApplyThenStall`]).
+    pub fn answers_held(&self) -> usize {
+        self.shared.answers_held.load(Ordering::SeqCst)
     }
 
     pub fn clear_faults(&self) {

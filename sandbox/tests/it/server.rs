@@ -830,14 +830,26 @@ async fn injected_faults_fail_delay_and_drop() {
         "a dropped request does nothing"
     );
 
-    // The second create from now on is applied and logged, and its answer held back.
+    // The second real create from now on is applied and logged, and its answer held back;
+    // dry runs do not count.
     server.inject(
         FaultRule::new(FaultAction::ApplyThenStall(Duration::from_secs(30)))
             .verbs(&["create"])
+            .dry_run(false)
             .skip(1)
             .times(1),
     );
-    post(&client, WIDGETS, &cluster("c4")).await;
+    assert_eq!(post(&client, WIDGETS, &cluster("c4")).await.code, 201);
+    assert_eq!(
+        post(
+            &client,
+            &format!("{WIDGETS}?dryRun=All"),
+            &cluster("c4-dry")
+        )
+        .await
+        .code,
+        201
+    );
     let request = http::Request::post(WIDGETS)
         .header("content-type", "application/json")
         .body(cluster("c5").to_string().into_bytes())
@@ -848,6 +860,7 @@ async fn injected_faults_fail_delay_and_drop() {
     )
     .await;
     assert!(stalled.is_err(), "the answer is held back");
+    assert_eq!(server.answers_held(), 1);
     assert_eq!(get(&client, &format!("{WIDGETS}/c5")).await.code, 200);
     let last_create = server
         .requests()
@@ -859,7 +872,7 @@ async fn injected_faults_fail_delay_and_drop() {
         (None, 201),
         "logged with its outcome before the answer"
     );
-    post(&client, WIDGETS, &cluster("c6")).await;
+    assert_eq!(post(&client, WIDGETS, &cluster("c6")).await.code, 201);
 
     server.set_write_latency(Duration::from_millis(30));
     let started = std::time::Instant::now();
@@ -871,7 +884,7 @@ async fn injected_faults_fail_delay_and_drop() {
     server.set_write_latency(Duration::ZERO);
 
     let creates = server.count("create", "clusters");
-    assert_eq!(creates, 8);
+    assert_eq!(creates, 9, "requests, the dry run included");
     assert_eq!(
         server
             .requests()
