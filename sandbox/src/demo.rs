@@ -1,6 +1,8 @@
 //! The whole story, non-interactively, with the real plugin binary through kubectl's plugin
 //! lookup: a control plane scaling up → move refused → pause → ready --wait → move → resume in
-//! the target. Steps the plugin does not implement yet are shown as pending.
+//! the target; then the same story as one command (`move --freeze --wait-ready`) for a second
+//! cluster whose control plane scales up while the command runs. Steps the plugin does not
+//! implement yet are shown as pending.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -46,27 +48,39 @@ impl DemoReport {
 }
 
 const CLUSTER: &str = "demo-1";
+/// Moved by the one command at the end.
+const SECOND: &str = "demo-2";
 
+/// Runs kubectl and returns its exit code and its stdout and stderr interleaved as a terminal
+/// shows them.
 async fn run_kubectl(
     plugin_dir: &Path,
     kubeconfig: &Path,
     cache: &Path,
     args: &[&str],
-) -> anyhow::Result<std::process::Output> {
+) -> anyhow::Result<(i32, Vec<u8>)> {
     let path = format!(
         "{}:{}",
         plugin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    tokio::process::Command::new("kubectl")
+    let (mut reader, writer) = std::io::pipe()?;
+    let mut child = tokio::process::Command::new("kubectl")
         .args(args)
         .env("PATH", path)
         .env("KUBECONFIG", kubeconfig)
         .env("KUBECACHEDIR", cache)
         .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .context("running kubectl (it must be on PATH)")
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .spawn()
+        .context("running kubectl (it must be on PATH)")?;
+    let output = tokio::task::spawn_blocking(move || {
+        let mut output = Vec::new();
+        std::io::Read::read_to_end(&mut reader, &mut output).map(|_| output)
+    });
+    let status = child.wait().await?;
+    Ok((status.code().unwrap_or(-1), output.await??))
 }
 
 /// Runs `kubectl` with the plugin first on PATH and records each step.
@@ -83,13 +97,26 @@ impl Kubectl<'_> {
         out: &mut dyn Write,
         report: &mut DemoReport,
     ) -> anyhow::Result<StepOutcome> {
+        self.step_while(args, out, report, async {}).await
+    }
+
+    /// Runs a step while `meanwhile` runs alongside it (the simulated world moving on).
+    async fn step_while(
+        &self,
+        args: &[&str],
+        out: &mut dyn Write,
+        report: &mut DemoReport,
+        meanwhile: impl std::future::Future<Output = ()>,
+    ) -> anyhow::Result<StepOutcome> {
         writeln!(out, "\n$ kubectl {}", args.join(" "))?;
-        let output = run_kubectl(self.plugin_dir, self.kubeconfig, self.cache, args).await?;
-        out.write_all(&output.stdout)?;
-        out.write_all(&output.stderr)?;
-        let code = output.status.code().unwrap_or(-1);
+        let (output, ()) = tokio::join!(
+            run_kubectl(self.plugin_dir, self.kubeconfig, self.cache, args),
+            meanwhile
+        );
+        let (code, output) = output?;
+        out.write_all(&output)?;
         let pending =
-            code == 2 && String::from_utf8_lossy(&output.stderr).contains("is not implemented yet");
+            code == 2 && String::from_utf8_lossy(&output).contains("is not implemented yet");
         if pending {
             writeln!(out, "# pending: this step lands with a later issue")?;
         }
@@ -121,56 +148,27 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
         "# Two management clusters: {SOURCE_CONTEXT} and {TARGET_CONTEXT} (kubeconfig {})",
         kubeconfig.display()
     )?;
-    let mut workload = Workload::new("default", CLUSTER);
-    workload.control_plane_replicas = 1;
-    workload.workers = 1;
-    env.create_workload(&workload).await?;
-    writeln!(
-        out,
-        "# Creating workload cluster {CLUSTER} (1 control-plane Machine, 1 worker) in {SOURCE_CONTEXT}"
-    )?;
-    env.wait_provisioned(&env.source, "default", CLUSTER, timeout)
-        .await?;
-    writeln!(
-        out,
-        "# {CLUSTER}: {}",
-        Progress::of(&env.source.server, options.dialect, "default", CLUSTER)
-    )?;
-
-    // Scale the control plane up; new Machines stop before their node joins, so the move below
-    // meets an in-flight Machine for certain, as users do.
-    env.source.controllers.holds.hold(None, Step::Node);
-    crate::api::merge_patch(
-        &env.source.server.client(),
-        &format!(
-            "controlplane.cluster.x-k8s.io/{}",
-            if options.dialect == Dialect::V1beta1 {
-                "v1beta1"
-            } else {
-                "v1beta2"
-            }
-        ),
-        "KubeadmControlPlane",
-        "default",
-        &format!("{CLUSTER}-control-plane"),
-        &json!({"spec": {"replicas": 3}}),
-    )
-    .await?;
-    writeln!(
-        out,
-        "# Scaling the control plane of {CLUSTER} from 1 to 3 Machines"
-    )?;
-    for _ in 0..2000 {
-        if !env.source.controllers.holds.waiting().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    for name in [CLUSTER, SECOND] {
+        let mut workload = Workload::new("default", name);
+        workload.control_plane_replicas = 1;
+        workload.workers = 1;
+        env.create_workload(&workload).await?;
+        writeln!(
+            out,
+            "# Creating workload cluster {name} (1 control-plane Machine, 1 worker) in {SOURCE_CONTEXT}"
+        )?;
     }
-    writeln!(
-        out,
-        "# {CLUSTER}: {}",
-        Progress::of(&env.source.server, options.dialect, "default", CLUSTER)
-    )?;
+    for name in [CLUSTER, SECOND] {
+        env.wait_provisioned(&env.source, "default", name, timeout)
+            .await?;
+        writeln!(
+            out,
+            "# {name}: {}",
+            Progress::of(&env.source.server, options.dialect, "default", name)
+        )?;
+    }
+
+    scale_up_control_plane(&env, options.dialect, CLUSTER, out).await?;
 
     let kubeconfig_text = kubeconfig.display().to_string();
     let cache = dir.path().join("cache");
@@ -226,22 +224,124 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
             .wait_provisioned(&env.target, "default", CLUSTER, timeout)
             .await;
     }
-    let source_left =
-        Progress::of(&env.source.server, options.dialect, "default", CLUSTER).machines;
-    let target = Progress::of(&env.target.server, options.dialect, "default", CLUSTER);
-    report.moved = source_left == 0 && target.complete();
+
+    writeln!(
+        out,
+        "\n# The same story in one command: freeze, wait until ready, move, release the freeze in {TARGET_CONTEXT}"
+    )?;
+    scale_up_control_plane(&env, options.dialect, SECOND, out).await?;
+    let one_command = [
+        "capi",
+        "move",
+        SECOND,
+        "--freeze",
+        "--wait-ready",
+        "--to-kubeconfig",
+        kubeconfig_text.as_str(),
+        "--to-context",
+        TARGET_CONTEXT,
+    ];
+    // The in-flight Machine gets its node while the command waits, once the freeze is in place.
+    let node_joins_once_frozen = async {
+        for _ in 0..2000 {
+            if control_plane_frozen(&env, SECOND) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        env.source.controllers.holds.release_all();
+    };
+    let moved_in_one = kubectl
+        .step_while(&one_command, out, &mut report, node_joins_once_frozen)
+        .await?;
+    if !moved_in_one.pending && moved_in_one.code == 0 {
+        let _ = env
+            .wait_provisioned(&env.target, "default", SECOND, timeout)
+            .await;
+    }
+
     writeln!(out)?;
-    if report.moved {
+    let mut moved_all = true;
+    for name in [CLUSTER, SECOND] {
+        let source_left =
+            Progress::of(&env.source.server, options.dialect, "default", name).machines;
+        let target = Progress::of(&env.target.server, options.dialect, "default", name);
+        if source_left == 0 && target.complete() {
+            writeln!(
+                out,
+                "# Done: {name} is ready in {TARGET_CONTEXT} ({target}) and nothing is left in {SOURCE_CONTEXT}"
+            )?;
+        } else {
+            moved_all = false;
+            writeln!(
+                out,
+                "# Not moved: {name} ({SOURCE_CONTEXT} still holds {source_left} of its Machines; {TARGET_CONTEXT}: {target})"
+            )?;
+        }
+    }
+    report.moved = moved_all;
+    if !report.pending().is_empty() {
         writeln!(
             out,
-            "# Done: {CLUSTER} is ready in {TARGET_CONTEXT} ({target}) and nothing is left in {SOURCE_CONTEXT}"
-        )?;
-    } else {
-        writeln!(
-            out,
-            "# Not moved yet: {} step(s) pending in the plugin ({SOURCE_CONTEXT} still holds {source_left} Machines)",
+            "# {} step(s) pending in the plugin",
             report.pending().len()
         )?;
     }
     Ok(report)
+}
+
+/// Scales a cluster's control plane from 1 to 3 with new nodes held back, so the next step meets
+/// an in-flight Machine for certain, as users do.
+async fn scale_up_control_plane(
+    env: &Environment,
+    dialect: Dialect,
+    cluster: &str,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    env.source.controllers.holds.hold(None, Step::Node);
+    crate::api::merge_patch(
+        &env.source.server.client(),
+        &format!(
+            "controlplane.cluster.x-k8s.io/{}",
+            if dialect == Dialect::V1beta1 {
+                "v1beta1"
+            } else {
+                "v1beta2"
+            }
+        ),
+        "KubeadmControlPlane",
+        "default",
+        &format!("{cluster}-control-plane"),
+        &json!({"spec": {"replicas": 3}}),
+    )
+    .await?;
+    writeln!(
+        out,
+        "# Scaling the control plane of {cluster} from 1 to 3 Machines"
+    )?;
+    for _ in 0..2000 {
+        if !env.source.controllers.holds.waiting().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    writeln!(
+        out,
+        "# {cluster}: {}",
+        Progress::of(&env.source.server, dialect, "default", cluster)
+    )?;
+    Ok(())
+}
+
+/// Whether kubectl-capi's freeze marker is on the cluster's control plane in the source.
+fn control_plane_frozen(env: &Environment, cluster: &str) -> bool {
+    env.source
+        .server
+        .object(
+            "controlplane.cluster.x-k8s.io",
+            "kubeadmcontrolplanes",
+            "default",
+            &format!("{cluster}-control-plane"),
+        )
+        .is_some_and(|kcp| kcp["metadata"]["annotations"]["kubectl-capi.dev/frozen"].is_string())
 }

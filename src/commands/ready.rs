@@ -12,7 +12,7 @@ use crate::output::{ExitStatus, Printer};
 use crate::ready::evaluate::{Options, Report, evaluate};
 use crate::ready::render::render;
 use crate::ready::wait::{Outcome, wait};
-use crate::settings::{OutputFormat, Settings, parse_request_timeout};
+use crate::settings::{Settings, parse_request_timeout};
 use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
 
 /// The kinds the evaluation reads: the core kinds, and every non-template kind of the control
@@ -224,7 +224,6 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
             }
         }
     }
-    let _ = OutputFormat::Table;
     printer.data(&render(&report, printer, details));
     Ok(status)
 }

@@ -25,7 +25,7 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
         "the move meets an in-flight Machine: {text}"
     );
     let commands: Vec<&str> = report.steps.iter().map(|s| s.command.as_str()).collect();
-    assert_eq!(commands.len(), 7, "{commands:?}");
+    assert_eq!(commands.len(), 8, "{commands:?}");
     assert_eq!(
         (report.steps[0].code, report.steps[0].pending),
         (0, false),
@@ -65,10 +65,31 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
         "kubectl capi resume demo-1 --context sandbox-target"
     );
     assert_eq!(report.steps[6].code, 0);
+
+    // It ends with the same story as one command, for a second cluster scaling meanwhile.
+    assert!(
+        text.contains("demo-2: 2/3 machines with a node"),
+        "the one command meets an in-flight Machine too: {text}"
+    );
+    assert!(
+        report.steps[7]
+            .command
+            .starts_with("kubectl capi move demo-2 --freeze --wait-ready"),
+        "{commands:?}"
+    );
+    assert_eq!(report.steps[7].code, 0, "{text}");
+    for line in [
+        "demo-2-control-plane frozen",
+        "moved 1 Cluster(s)",
+        "demo-2-control-plane resumed",
+    ] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
     assert!(report.pending().is_empty());
     assert!(
         report.moved,
         "every cluster ready in the target, none left in the source: {text}"
     );
     assert!(text.contains("# Done: demo-1 is ready in sandbox-target"));
+    assert!(text.contains("# Done: demo-2 is ready in sandbox-target"));
 }
