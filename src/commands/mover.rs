@@ -604,7 +604,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             "no Cluster API Clusters to move; pass -n NAMESPACE or -A".into(),
         ));
     }
-    let plan = plan(graph, &selected);
+    let mut plan = plan(graph, &selected);
 
     if let Some(directory) = &args.to_directory {
         let failures = preflight(&plan, &types, &objects, &source, None, &clusters, &[])
@@ -677,6 +677,9 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         return Ok(ExitStatus::Success);
     }
     let target = target.expect("connected above");
+    // The move re-reads every object once the source is paused.
+    drop(objects);
+    plan.release_objects();
     let from = Source {
         cluster: &source,
         types: &types,

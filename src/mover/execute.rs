@@ -3,7 +3,7 @@
 //! Nothing is written before every check passed (the only exception: namespaces the server-side
 //! dry run needs in the target, removed again when the preflight fails).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -582,8 +582,8 @@ async fn patch_paused(
     Ok(())
 }
 
-/// Re-reads the objects (after pausing, so they arrive paused) and waits until none carries
-/// block-move, within one global timeout.
+/// Re-reads the planned objects (after pausing, so they arrive paused) and waits until none
+/// carries block-move, within one global timeout. Objects outside the plan are not kept.
 async fn read_when_unblocked(
     source: &Cluster,
     types: &[MoveType],
@@ -593,11 +593,13 @@ async fn read_when_unblocked(
 ) -> Result<HashMap<String, Arc<DynamicObject>>> {
     let deadline = Instant::now() + timeout;
     let mut delay = Duration::from_millis(100);
+    let planned: HashSet<&str> = plan.groups.iter().flatten().map(String::as_str).collect();
     loop {
         let objects = list_objects(source, types, scope).await?;
         let fresh: HashMap<String, Arc<DynamicObject>> = objects
             .into_iter()
             .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
+            .filter(|(uid, _)| planned.contains(uid.as_str()))
             .collect();
         let blocked: Vec<String> = plan
             .groups
@@ -841,6 +843,24 @@ pub async fn run(
     journal.stage(Stage::Pausing).await?;
     set_paused(source, plan, types, true, progress).await?;
     let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
+    // clusterctl reads each object again before creating it and stops when one is gone; so does
+    // this, before the first create.
+    let vanished: Vec<String> = plan
+        .groups
+        .iter()
+        .flatten()
+        .filter(|uid| !fresh.contains_key(*uid))
+        .map(|uid| plan.node(uid).reference.kubectl_name())
+        .collect();
+    if !vanished.is_empty() {
+        return Err(Error::Api {
+            context: "reading the objects to move".into(),
+            message: format!(
+                "{} left the source after the move was planned; nothing was created — run the move again to plan it anew",
+                vanished.join(", ")
+            ),
+        });
+    }
     journal.stage(Stage::Creating).await?;
     let created = create_groups(
         plan,
@@ -874,7 +894,7 @@ pub async fn run(
             .filter_map(|uid| {
                 let node = plan.node(uid);
                 let t = type_of(types, &node.reference)?;
-                let object = fresh.get(uid).cloned().or_else(|| node.object.clone())?;
+                let object = fresh.get(uid).cloned()?;
                 Some((uid, node, t, object))
             });
         let stop = &options.stop;

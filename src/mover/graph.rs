@@ -71,8 +71,11 @@ pub struct OwnerEdge {
 pub struct Node {
     pub uid: String,
     pub reference: ObjectRef,
-    /// `None` for a virtual node: an owner that was referenced but not listed.
+    /// The object as listed; `None` for a virtual node (an owner that was referenced but not
+    /// listed) and after [`crate::mover::plan::MovePlan::release_objects`].
     pub object: Option<Arc<DynamicObject>>,
+    /// Listed in the source (false: a virtual node).
+    pub listed: bool,
     pub owners: Vec<OwnerEdge>,
     pub soft_owners: BTreeSet<String>,
     pub force_move: bool,
@@ -91,7 +94,7 @@ pub struct Node {
 
 impl Node {
     pub fn is_virtual(&self) -> bool {
-        self.object.is_none()
+        !self.listed
     }
 
     /// clusterctl's move set: a tenant, or forced.
@@ -147,6 +150,7 @@ impl Graph {
                 uid: uid.clone(),
                 reference: ObjectRef::of(object),
                 object: Some(object.clone()),
+                listed: true,
                 owners: Vec::new(),
                 soft_owners: BTreeSet::new(),
                 force_move: info.force_move || label(object, MOVE_LABEL).is_some(),
@@ -185,6 +189,7 @@ impl Graph {
                             name: owner.name.clone(),
                         },
                         object: None,
+                        listed: false,
                         owners: Vec::new(),
                         soft_owners: BTreeSet::new(),
                         force_move: false,

@@ -246,6 +246,14 @@ pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
 }
 
 impl MovePlan {
+    /// Drops the listed objects' contents; the plan keeps its structure. A move re-reads every
+    /// object after pausing, and holding both copies would double its memory.
+    pub fn release_objects(&mut self) {
+        for node in self.graph.nodes.values_mut() {
+            node.object = None;
+        }
+    }
+
     pub fn node(&self, uid: &str) -> &Node {
         &self.graph.nodes[uid]
     }

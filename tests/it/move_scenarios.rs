@@ -579,6 +579,71 @@ async fn a_cluster() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_deleted_after_planning_stops_the_move_before_any_create() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", false)
+        .machine("ns1", "foo", "m1", ("Cluster", "foo", true), false)
+        .machine("ns1", "foo", "m2", ("Cluster", "foo", true), false);
+    let w = World::start(&f).await;
+    // The Cluster's pause is applied and its answer held back while someone deletes m2.
+    w.source.inject(
+        FaultRule::new(FaultAction::ApplyThenStall(
+            std::time::Duration::from_millis(500),
+        ))
+        .verbs(&["patch"])
+        .resource("clusters")
+        .dry_run(false)
+        .agent("kubectl-capi/")
+        .times(1),
+    );
+    let args = [
+        "move",
+        "--context",
+        "source",
+        "--to-context",
+        "target",
+        "-n",
+        "ns1",
+    ];
+    let child = w.command(&args).output();
+    let meanwhile = async {
+        while w.source.answers_held() == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        capi_sandbox::api::delete(&w.source.client(), CORE, "Machine", "ns1", "m2")
+            .await
+            .unwrap();
+    };
+    let (output, ()) = tokio::join!(child, meanwhile);
+    let output = output.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("machine.cluster.x-k8s.io/m2, dockermachine.infrastructure.cluster.x-k8s.io/m2 left the source after the move was planned")
+            && stderr.contains("nothing was created"),
+        "{stderr}"
+    );
+    assert!(
+        w.target
+            .mutations()
+            .iter()
+            .all(|r| r.resource == "namespaces"),
+        "nothing but the namespace was created in the target"
+    );
+    // Run again: planned anew without m2, and moved.
+    let again = w.plugin(&args).await;
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        w.target
+            .object("cluster.x-k8s.io", "machines", "ns1", "m1")
+            .is_some()
+            && w.target
+                .object("cluster.x-k8s.io", "machines", "ns1", "m2")
+                .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn machines_owned_by_the_cluster() {
     let mut f = Fixture::default();
     f.cluster("ns1", "foo", false);
