@@ -220,7 +220,7 @@ pub fn load_fixture(
 struct Pair {
     source: ApiServer,
     target: ApiServer,
-    _serving: (Serving, Serving),
+    serving: (Serving, Serving),
     kubeconfig: PathBuf,
     objects: Vec<Value>,
 }
@@ -245,7 +245,7 @@ async fn pair(options: &MoveOptions, dir: &Path, tag: &str) -> anyhow::Result<Pa
     Ok(Pair {
         source,
         target,
-        _serving: serving,
+        serving,
         kubeconfig,
         objects,
     })
@@ -326,13 +326,14 @@ async fn timed_move(
 }
 
 /// The servers' ceiling: every object created in the target and deleted from the source with
-/// `concurrency` requests in flight, in-process, no planning, no checks. Seconds.
+/// `concurrency` requests in flight over the same loopback HTTP the plugin uses, no planning,
+/// no checks. Seconds.
 async fn raw_ceiling(options: &MoveOptions, dir: &Path) -> anyhow::Result<f64> {
     let pair = pair(options, dir, "raw").await?;
     // Deletes in any order: the collector would race them for the dependents.
     pair.source.set_garbage_collection(false);
-    let source = pair.source.client();
-    let target = pair.target.client();
+    let source = pair.serving.0.client().await?;
+    let target = pair.serving.1.client().await?;
     crate::api::create(
         &target,
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}),
@@ -413,7 +414,7 @@ pub async fn run(options: &MoveOptions) -> anyhow::Result<String> {
         ));
     }
     out.push_str(&format!(
-        "raw ceiling ({}-way creates + deletes, in-process): {:.1} s  {:.0} objects/s\n",
+        "raw ceiling ({}-way creates + deletes over loopback HTTP): {:.1} s  {:.0} objects/s\n",
         options.concurrency,
         ceiling,
         objects as f64 / ceiling

@@ -729,7 +729,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     for entry in &mut journal.entries {
         match unfinished
             .as_ref()
-            .and_then(|earlier| earlier.entries.iter().find(|e| e.uid == entry.uid))
+            .and_then(|earlier| earlier.entry(&entry.uid))
         {
             Some(before) => {
                 entry.preexisting = before.preexisting;

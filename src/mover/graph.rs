@@ -2,7 +2,7 @@
 //! listed become virtual nodes), soft-ownership edges, tenants (the hierarchy roots that reach a
 //! node), and the global / global-hierarchy / should-not-delete rules.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
@@ -214,17 +214,32 @@ impl Graph {
         graph
     }
 
-    fn find(&self, kind: &str, group: &str, namespace: &str, name: &str) -> Option<&Node> {
-        self.nodes.values().find(|n| {
-            !n.is_virtual()
-                && n.reference.kind == kind
-                && group_of(&n.reference.api_version) == group
-                && n.reference.namespace == namespace
-                && n.reference.name == name
-        })
-    }
-
     fn set_soft_ownership(&mut self) {
+        // Soft owners are Clusters and ClusterClasses, found by name: one index, not a scan each.
+        let soft_owners: HashMap<(&str, &str, &str), &str> = self
+            .nodes
+            .values()
+            .filter(|n| {
+                !n.is_virtual()
+                    && group_of(&n.reference.api_version) == CORE_GROUP
+                    && matches!(n.reference.kind.as_str(), "Cluster" | "ClusterClass")
+            })
+            .map(|n| {
+                (
+                    (
+                        n.reference.kind.as_str(),
+                        n.reference.namespace.as_str(),
+                        n.reference.name.as_str(),
+                    ),
+                    n.uid.as_str(),
+                )
+            })
+            .collect();
+        let find = |kind: &str, namespace: &str, name: &str| -> Option<String> {
+            soft_owners
+                .get(&(kind, namespace, name))
+                .map(|uid| uid.to_string())
+        };
         let mut edges: Vec<(String, String)> = Vec::new();
         for node in self.nodes.values().filter(|n| !n.is_virtual()) {
             let reference = &node.reference;
@@ -232,29 +247,25 @@ impl Graph {
             match (group_of(&reference.api_version), reference.kind.as_str()) {
                 ("", "Secret") if node.owners.is_empty() => {
                     if let Some((cluster, _)) = parse_cluster_secret(&reference.name)
-                        && let Some(owner) =
-                            self.find("Cluster", CORE_GROUP, &reference.namespace, cluster)
+                        && let Some(owner) = find("Cluster", &reference.namespace, cluster)
                     {
-                        edges.push((node.uid.clone(), owner.uid.clone()));
+                        edges.push((node.uid.clone(), owner));
                     }
                 }
                 (CORE_GROUP, "Cluster") => {
                     let view = ClusterView::read(object);
                     if let Some((class_ns, class)) = view.topology_class {
                         let class_ns = class_ns.unwrap_or_else(|| reference.namespace.clone());
-                        if let Some(owner) =
-                            self.find("ClusterClass", CORE_GROUP, &class_ns, &class)
-                        {
-                            edges.push((node.uid.clone(), owner.uid.clone()));
+                        if let Some(owner) = find("ClusterClass", &class_ns, &class) {
+                            edges.push((node.uid.clone(), owner));
                         }
                     }
                 }
                 ("addons.cluster.x-k8s.io", "ClusterResourceSetBinding") => {
                     if let Some(cluster) = object.data["spec"]["clusterName"].as_str()
-                        && let Some(owner) =
-                            self.find("Cluster", CORE_GROUP, &reference.namespace, cluster)
+                        && let Some(owner) = find("Cluster", &reference.namespace, cluster)
                     {
-                        edges.push((node.uid.clone(), owner.uid.clone()));
+                        edges.push((node.uid.clone(), owner));
                     }
                 }
                 _ => {}

@@ -84,6 +84,7 @@ pub struct Journal {
     pub stage: Stage,
     /// The Clusters and ClusterClasses this move pauses in the source.
     pub paused: Vec<ObjectRef>,
+    /// Sorted by source UID, so an entry is found in O(log N) (each carries its group).
     pub entries: Vec<Entry>,
 }
 
@@ -123,7 +124,7 @@ impl Journal {
                 });
             }
         }
-        Journal {
+        let mut journal = Journal {
             api_version: "kubectl-capi/v1".into(),
             kind: "MoveJournal".into(),
             source,
@@ -133,7 +134,20 @@ impl Journal {
             stage: Stage::Pausing,
             paused,
             entries,
-        }
+        };
+        journal.sort();
+        journal
+    }
+
+    fn sort(&mut self) {
+        self.entries.sort_by(|a, b| a.uid.cmp(&b.uid));
+    }
+
+    /// Parses a journal's text (a file or the cluster copy).
+    fn parse(text: &str) -> serde_json::Result<Journal> {
+        let mut journal: Journal = serde_json::from_str(text)?;
+        journal.sort();
+        Ok(journal)
     }
 
     /// A stable key for a move of these Clusters between these servers.
@@ -169,7 +183,7 @@ impl Journal {
                 path.display()
             ))
         })?;
-        serde_json::from_str(&text).map_err(|e| {
+        Journal::parse(&text).map_err(|e| {
             Error::Usage(format!(
                 "{} is not a kubectl-capi move journal ({e}); pass the right --journal",
                 path.display()
@@ -198,8 +212,20 @@ impl Journal {
         std::fs::rename(&temporary, path).map_err(fail)
     }
 
+    pub fn entry(&self, uid: &str) -> Option<&Entry> {
+        let at = self
+            .entries
+            .binary_search_by(|e| e.uid.as_str().cmp(uid))
+            .ok()?;
+        Some(&self.entries[at])
+    }
+
     pub fn entry_mut(&mut self, uid: &str) -> Option<&mut Entry> {
-        self.entries.iter_mut().find(|e| e.uid == uid)
+        let at = self
+            .entries
+            .binary_search_by(|e| e.uid.as_str().cmp(uid))
+            .ok()?;
+        Some(&mut self.entries[at])
     }
 }
 
@@ -464,7 +490,7 @@ pub mod copy {
             .iter()
             .filter_map(|c| c.data.as_ref()?.get("journal").cloned())
             .collect();
-        Ok(serde_json::from_str(&text).ok())
+        Ok(Journal::parse(&text).ok())
     }
 
     /// Removes the copy (the move is over).
