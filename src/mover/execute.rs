@@ -46,17 +46,28 @@ pub struct JournalCopy {
     pub cluster: Cluster,
     pub namespace: String,
     pub key: String,
+    /// Slices the copy had after this process last saved it (`None`: not saved yet).
+    pub shards: Option<usize>,
 }
 
 impl JournalFile {
-    pub async fn save(&self) -> Result<()> {
+    pub async fn save(&mut self) -> Result<()> {
         self.journal.save(&self.path)?;
-        if let Some(copy) = &self.copy {
+        if let Some(copy) = &mut self.copy {
             if self.journal.stage.finished() {
                 journal::copy::remove(&copy.cluster, &copy.namespace, &copy.key).await?;
+                copy.shards = Some(0);
             } else {
-                journal::copy::save(&copy.cluster, &copy.namespace, &copy.key, &self.journal)
-                    .await?;
+                copy.shards = Some(
+                    journal::copy::save(
+                        &copy.cluster,
+                        &copy.namespace,
+                        &copy.key,
+                        &self.journal,
+                        copy.shards,
+                    )
+                    .await?,
+                );
             }
         }
         Ok(())
@@ -1238,7 +1249,7 @@ pub async fn create_groups(
                 .entry(kind_key(&t.info.kind, &t.info.group))
                 .or_default() += 1;
         }
-        if let Some(journal) = journal.as_deref() {
+        if let Some(journal) = journal.as_deref_mut() {
             journal.save().await?;
         }
         if let Some(e) = failure {

@@ -423,13 +423,16 @@ pub mod copy {
     }
 
     /// Writes every slice (server-side apply, so a shard is created or replaced in one
-    /// request) and removes slices left from a longer earlier version.
+    /// request) and removes slices left from a longer earlier version: `previous` slices if
+    /// known (the last save of this process), else those a listing finds. Returns the number of
+    /// slices written.
     pub async fn save(
         cluster: &Cluster,
         namespace: &str,
         key: &str,
         journal: &Journal,
-    ) -> Result<()> {
+        previous: Option<usize>,
+    ) -> Result<usize> {
         let text = serde_json::to_string(journal).expect("journal serialises");
         let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
             Api::namespaced(cluster.client.clone(), namespace);
@@ -447,23 +450,24 @@ pub mod copy {
             .await
             .map_err(|e| cluster.api_error(e, "writing the move journal to the source cluster"))?;
         }
-        let existing = api
-            .list(&ListParams::default().labels(&format!("{LABEL}={key}")))
-            .await
-            .map_err(|e| cluster.api_error(e, "listing the move journal in the source cluster"))?;
-        for stale in existing
-            .items
-            .iter()
-            .filter(|c| shard_of(c).is_some_and(|n| n >= slices.len()))
-        {
-            let _ = api
-                .delete(
-                    stale.metadata.name.as_deref().unwrap_or_default(),
-                    &DeleteParams::default(),
-                )
-                .await;
+        let stale: Vec<String> = match previous {
+            Some(previous) => (slices.len()..previous).map(|n| name(key, n)).collect(),
+            None => api
+                .list(&ListParams::default().labels(&format!("{LABEL}={key}")))
+                .await
+                .map_err(|e| {
+                    cluster.api_error(e, "listing the move journal in the source cluster")
+                })?
+                .items
+                .iter()
+                .filter(|c| shard_of(c).is_some_and(|n| n >= slices.len()))
+                .filter_map(|c| c.metadata.name.clone())
+                .collect(),
+        };
+        for stale in stale {
+            let _ = api.delete(&stale, &DeleteParams::default()).await;
         }
-        Ok(())
+        Ok(slices.len())
     }
 
     fn shard_of(configmap: &k8s_openapi::api::core::v1::ConfigMap) -> Option<usize> {
