@@ -476,7 +476,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             cluster: source.clone(),
             namespace: copy_namespace.clone(),
             key: key.clone(),
-            shards: None,
+            written: None,
         })
     };
     // The local journal first; else the copy in the source cluster (a resume from elsewhere).

@@ -46,8 +46,8 @@ pub struct JournalCopy {
     pub cluster: Cluster,
     pub namespace: String,
     pub key: String,
-    /// Slices the copy had after this process last saved it (`None`: not saved yet).
-    pub shards: Option<usize>,
+    /// The slices this process last wrote (`None`: not saved yet).
+    pub written: Option<journal::copy::Written>,
 }
 
 impl JournalFile {
@@ -56,15 +56,15 @@ impl JournalFile {
         if let Some(copy) = &mut self.copy {
             if self.journal.stage.finished() {
                 journal::copy::remove(&copy.cluster, &copy.namespace, &copy.key).await?;
-                copy.shards = Some(0);
+                copy.written = Some(Vec::new());
             } else {
-                copy.shards = Some(
+                copy.written = Some(
                     journal::copy::save(
                         &copy.cluster,
                         &copy.namespace,
                         &copy.key,
                         &self.journal,
-                        copy.shards,
+                        copy.written.as_ref(),
                     )
                     .await?,
                 );
@@ -543,6 +543,7 @@ async fn set_paused(
     plan: &MovePlan,
     types: &[MoveType],
     paused: bool,
+    concurrency: usize,
     progress: &dyn Progress,
 ) -> Result<()> {
     let pausable: Vec<(ApiResource, ObjectRef)> = plan
@@ -553,7 +554,7 @@ async fn set_paused(
         .filter(|r| is_pausable(r))
         .filter_map(|r| Some((type_of(types, r)?.resource.clone(), r.clone())))
         .collect();
-    patch_paused(cluster, &pausable, paused, progress).await
+    patch_paused(cluster, &pausable, paused, concurrency, progress).await
 }
 
 /// Clusters and ClusterClasses: what a move pauses.
@@ -561,16 +562,18 @@ fn is_pausable(reference: &ObjectRef) -> bool {
     reference.group() == CORE_GROUP && matches!(reference.kind.as_str(), "Cluster" | "ClusterClass")
 }
 
-/// Pauses (or unpauses) Clusters (`spec.paused`) and ClusterClasses (annotation).
+/// Pauses (or unpauses) Clusters (`spec.paused`) and ClusterClasses (annotation), up to
+/// `concurrency` at once; every started patch finishes before the first error is returned.
 async fn patch_paused(
     cluster: &Cluster,
     objects: &[(ApiResource, ObjectRef)],
     paused: bool,
+    concurrency: usize,
     progress: &dyn Progress,
 ) -> Result<()> {
     let phase = if paused { Phase::Pause } else { Phase::Unpause };
     progress.begin(phase, objects.len());
-    for (resource, reference) in objects {
+    let answers: Vec<Result<()>> = stream::iter(objects.iter().map(|(resource, reference)| async move {
         let patch = if reference.kind == "Cluster" {
             json!({"spec": {"paused": if paused { json!(true) } else { Value::Null }}})
         } else {
@@ -590,7 +593,12 @@ async fn patch_paused(
                 )
             })?;
         progress.done(phase, reference);
-    }
+        Ok(())
+    }))
+    .buffer_unordered(concurrency.max(1))
+    .collect()
+    .await;
+    answers.into_iter().collect::<Result<Vec<()>>>()?;
     progress.end(phase);
     Ok(())
 }
@@ -854,7 +862,7 @@ pub async fn run(
     let source = source.cluster;
     let started = Instant::now();
     journal.stage(Stage::Pausing).await?;
-    set_paused(source, plan, types, true, progress).await?;
+    set_paused(source, plan, types, true, options.concurrency, progress).await?;
     let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
     // clusterctl reads each object again before creating it and stops when one is gone; so does
     // this, before the first create.
@@ -940,7 +948,15 @@ pub async fn run(
     }
     progress.end(Phase::Delete);
     journal.stage(Stage::Unpausing).await?;
-    set_paused(&target.cluster, plan, types, false, progress).await?;
+    set_paused(
+        &target.cluster,
+        plan,
+        types,
+        false,
+        options.concurrency,
+        progress,
+    )
+    .await?;
     journal.stage(Stage::Done).await?;
     Ok(Summary {
         api_version: "kubectl-capi/v1",
@@ -1063,7 +1079,7 @@ pub async fn finish_from_journal(
         .filter(|e| is_pausable(&e.object))
         .map(|e| (entry_resource(e), e.object.clone()))
         .collect();
-    patch_paused(target, &pausable, false, progress).await?;
+    patch_paused(target, &pausable, false, DEFAULT_CONCURRENCY, progress).await?;
     journal.stage(Stage::Done).await?;
     let mut created: BTreeMap<String, usize> = BTreeMap::new();
     for entry in &journal.journal.entries {
@@ -1144,7 +1160,7 @@ pub async fn rollback_from_journal(
             Some((entry_resource(entry), r.clone()))
         })
         .collect();
-    patch_paused(source, &pausable, false, progress).await?;
+    patch_paused(source, &pausable, false, DEFAULT_CONCURRENCY, progress).await?;
     journal.stage(Stage::RolledBack).await?;
     Ok(removed)
 }
@@ -1290,7 +1306,15 @@ pub async fn backup(
     source: &Source<'_>,
     directory: &std::path::Path,
 ) -> Result<usize> {
-    set_paused(source.cluster, plan, source.types, true, &Silent).await?;
+    set_paused(
+        source.cluster,
+        plan,
+        source.types,
+        true,
+        DEFAULT_CONCURRENCY,
+        &Silent,
+    )
+    .await?;
     let result = async {
         let objects = list_objects(source.cluster, source.types, source.scope).await?;
         let fresh: HashMap<String, Arc<DynamicObject>> = objects
@@ -1301,7 +1325,15 @@ pub async fn backup(
     }
     .await;
     // The source is unpaused whatever happened: a backup must not leave it paused.
-    set_paused(source.cluster, plan, source.types, false, &Silent).await?;
+    set_paused(
+        source.cluster,
+        plan,
+        source.types,
+        false,
+        DEFAULT_CONCURRENCY,
+        &Silent,
+    )
+    .await?;
     result
 }
 
@@ -1328,6 +1360,14 @@ pub async fn restore(
         None,
     )
     .await?;
-    set_paused(&target.cluster, plan, types, false, progress).await?;
+    set_paused(
+        &target.cluster,
+        plan,
+        types,
+        false,
+        DEFAULT_CONCURRENCY,
+        progress,
+    )
+    .await?;
     Ok(created)
 }

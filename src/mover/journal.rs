@@ -385,6 +385,9 @@ mod tests {
 /// of the journal well below the 1 MiB object limit. Unowned and unlabelled for move, they never
 /// move themselves; they are removed when the move is done or rolled back.
 pub mod copy {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+
+    use futures::{StreamExt, stream};
     use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
     use serde_json::json;
 
@@ -422,36 +425,60 @@ pub mod copy {
         out
     }
 
-    /// Writes every slice (server-side apply, so a shard is created or replaced in one
-    /// request) and removes slices left from a longer earlier version: `previous` slices if
-    /// known (the last save of this process), else those a listing finds. Returns the number of
-    /// slices written.
+    /// Fingerprints of the slices a save wrote, so the next save skips the unchanged ones.
+    pub type Written = Vec<u64>;
+
+    fn fingerprint(slice: &str) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        slice.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// Writes the slices that changed since `previous` (all of them when it is `None`), in
+    /// parallel (server-side apply, so a slice is created or replaced in one request), and
+    /// removes slices left from a longer earlier version: those beyond `previous` if known (the
+    /// last save of this process), else those a listing finds. Returns what it wrote.
     pub async fn save(
         cluster: &Cluster,
         namespace: &str,
         key: &str,
         journal: &Journal,
-        previous: Option<usize>,
-    ) -> Result<usize> {
+        previous: Option<&Written>,
+    ) -> Result<Written> {
         let text = serde_json::to_string(journal).expect("journal serialises");
         let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
             Api::namespaced(cluster.client.clone(), namespace);
         let slices = shards(&text);
-        for (index, slice) in slices.iter().enumerate() {
-            let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name(key, index), "namespace": namespace,
-                    "labels": {LABEL: key, SHARD_LABEL: index.to_string()}},
-                "data": {"journal": slice}});
-            api.patch(
-                &name(key, index),
-                &PatchParams::apply(crate::mover::execute::FIELD_MANAGER).force(),
-                &Patch::Apply(&body),
-            )
-            .await
-            .map_err(|e| cluster.api_error(e, "writing the move journal to the source cluster"))?;
-        }
+        let written: Written = slices.iter().map(|s| fingerprint(s)).collect();
+        let changed = slices
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| previous.and_then(|p| p.get(*index)) != Some(&written[*index]));
+        let answers: Vec<Result<()>> = stream::iter(changed.map(|(index, slice)| {
+            let api = &api;
+            async move {
+                let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name(key, index), "namespace": namespace,
+                        "labels": {LABEL: key, SHARD_LABEL: index.to_string()}},
+                    "data": {"journal": slice}});
+                api.patch(
+                    &name(key, index),
+                    &PatchParams::apply(crate::mover::execute::FIELD_MANAGER).force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| cluster.api_error(e, "writing the move journal to the source cluster"))
+            }
+        }))
+        .buffer_unordered(crate::mover::execute::DEFAULT_CONCURRENCY)
+        .collect()
+        .await;
+        answers.into_iter().collect::<Result<Vec<()>>>()?;
         let stale: Vec<String> = match previous {
-            Some(previous) => (slices.len()..previous).map(|n| name(key, n)).collect(),
+            Some(previous) => (slices.len()..previous.len())
+                .map(|n| name(key, n))
+                .collect(),
             None => api
                 .list(&ListParams::default().labels(&format!("{LABEL}={key}")))
                 .await
@@ -467,7 +494,7 @@ pub mod copy {
         for stale in stale {
             let _ = api.delete(&stale, &DeleteParams::default()).await;
         }
-        Ok(slices.len())
+        Ok(written)
     }
 
     fn shard_of(configmap: &k8s_openapi::api::core::v1::ConfigMap) -> Option<usize> {

@@ -1656,8 +1656,52 @@ async fn the_move_benchmark_runs_on_a_small_fixture() {
         "move --concurrency   4:",
         "move --concurrency   1:",
         "raw ceiling",
+        "raw ceiling with the move's 4 writes per object",
         "parallel vs sequential",
     ] {
         assert!(report.contains(line), "{line}: {report}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_reads_per_kind_not_per_object() {
+    let measure = |clusters, workers| {
+        let options = capi_sandbox::bench_move::MoveOptions {
+            clusters,
+            workers,
+            write_latency: std::time::Duration::ZERO,
+            concurrency: 16,
+            plugin: crate::common::PLUGIN.into(),
+            sequential: false,
+        };
+        async move {
+            capi_sandbox::bench_move::measure_move(&options)
+                .await
+                .unwrap()
+        }
+    };
+    let small = measure(1, 1).await;
+    let large = measure(6, 5).await;
+    assert!(large.objects > 5 * small.objects && small.reads > 0);
+    assert_eq!(
+        small.reads, large.reads,
+        "the same reads for {} and {} objects",
+        small.objects, large.objects
+    );
+    for (run, clusters) in [(&small, 1), (&large, 6)] {
+        // Create, managedFields, mark, DELETE; plus pausing and unpausing each Cluster, the
+        // namespace and the journal's copy.
+        assert!(
+            run.writes <= 4 * run.objects + 3 * clusters + 30,
+            "{} writes for {} objects",
+            run.writes,
+            run.objects
+        );
+    }
+    // What is neither a read nor a write: one server-side dry-run create per object, and access
+    // reviews per kind.
+    let rest = |run: &capi_sandbox::bench_move::MoveRun| {
+        run.requests - run.writes - run.reads - run.objects
+    };
+    assert_eq!(rest(&small), rest(&large));
 }
