@@ -18,6 +18,17 @@ const ADDONS: &str = "addons.cluster.x-k8s.io/v1beta2";
 const MOVE_LABEL: &str = "clusterctl.cluster.x-k8s.io/move";
 const MOVE_HIERARCHY_LABEL: &str = "clusterctl.cluster.x-k8s.io/move-hierarchy";
 
+/// A move of namespace ns1 from the world's source to its target.
+const MOVE_NS1: [&str; 7] = [
+    "move",
+    "--context",
+    "source",
+    "--to-context",
+    "target",
+    "-n",
+    "ns1",
+];
+
 /// Owners named by `(kind, name, controller)`, resolved to UIDs on load.
 type Owners = Vec<(String, String, bool)>;
 
@@ -596,15 +607,7 @@ async fn an_object_deleted_after_planning_stops_the_move_before_any_create() {
         .agent("kubectl-capi/")
         .times(1),
     );
-    let args = [
-        "move",
-        "--context",
-        "source",
-        "--to-context",
-        "target",
-        "-n",
-        "ns1",
-    ];
+    let args = MOVE_NS1;
     let child = w.command(&args).output();
     let meanwhile = async {
         while w.source.answers_held() == 0 {
@@ -1373,15 +1376,7 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
         .skip(writes_before)
         .filter(|r| journal_shard(r))
         .count();
-    let args = [
-        "move",
-        "--context",
-        "source",
-        "--to-context",
-        "target",
-        "-n",
-        "ns1",
-    ];
+    let args = MOVE_NS1;
 
     // Spread over all writes, at every phase boundary, and between a write's apply and its
     // answer at points spread over each server's writes.
@@ -1504,15 +1499,7 @@ async fn rollback_before_deletion_restores_the_source_and_cleans_the_target() {
             &[("DockerClusterIdentity", "identity1", false)],
             json!({}),
         );
-    let args = [
-        "move",
-        "--context",
-        "source",
-        "--to-context",
-        "target",
-        "-n",
-        "ns1",
-    ];
+    let args = MOVE_NS1;
     let mut rollback = args.to_vec();
     rollback.push("--rollback");
 
@@ -1588,15 +1575,7 @@ async fn ctrl_c_stops_at_a_safe_point_and_says_how_to_resume() {
     }
     let clean = World::start(&f).await;
     clean.move_and_check(&["-n", "ns1"]).await;
-    let args = [
-        "move",
-        "--context",
-        "source",
-        "--to-context",
-        "target",
-        "-n",
-        "ns1",
-    ];
+    let args = MOVE_NS1;
 
     let w = World::start(&f).await;
     // Slow writes, so that the interrupt lands mid-creation.
