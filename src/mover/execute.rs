@@ -151,7 +151,6 @@ pub fn target_body(
     // even when explicitly false) with the owner's UID in the target. A reference to a real owner
     // that is not part of this move (a Cluster that stays, in a named move) is dropped: it would
     // dangle in the target, and moving that owner later adds it back by update.
-    let scheduled = |owner: &str| plan.groups.iter().any(|g| g.iter().any(|u| u == owner));
     let refs: Vec<Value> = object
         .metadata
         .owner_references
@@ -161,7 +160,9 @@ pub fn target_body(
             let owner = plan.graph.nodes.get(&source_ref.uid)?;
             let new_uid = match target_uids.get(&source_ref.uid) {
                 Some(uid) => uid.clone(),
-                None if owner.is_virtual() || scheduled(&source_ref.uid) => source_ref.uid.clone(),
+                None if owner.is_virtual() || plan.scheduled.contains(&source_ref.uid) => {
+                    source_ref.uid.clone()
+                }
                 None => return None,
             };
             let mut r = serde_json::to_value(source_ref).expect("owner reference serialises");

@@ -21,6 +21,8 @@ pub struct MovePlan {
     pub graph: Graph,
     /// UIDs per group; group 0 is created first and deleted last.
     pub groups: Vec<Vec<String>>,
+    /// Every UID in `groups`, for membership tests.
+    pub scheduled: BTreeSet<String>,
     /// Moved nodes that stay in the source too (shared with what does not move, or global).
     pub kept_in_source: BTreeSet<String>,
     pub excluded: Vec<Excluded>,
@@ -240,6 +242,7 @@ pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
     MovePlan {
         graph,
         groups,
+        scheduled,
         kept_in_source,
         excluded,
     }
