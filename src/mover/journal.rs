@@ -446,8 +446,7 @@ pub mod copy {
         previous: Option<&Written>,
     ) -> Result<Written> {
         let text = serde_json::to_string(journal).expect("journal serialises");
-        let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
-            Api::namespaced(cluster.client.clone(), namespace);
+        let api = configmaps(cluster, namespace);
         let slices = shards(&text);
         let written: Written = slices.iter().map(|s| fingerprint(s)).collect();
         let changed = slices
@@ -479,13 +478,8 @@ pub mod copy {
             Some(previous) => (slices.len()..previous.len())
                 .map(|n| name(key, n))
                 .collect(),
-            None => api
-                .list(&ListParams::default().labels(&format!("{LABEL}={key}")))
-                .await
-                .map_err(|e| {
-                    cluster.api_error(e, "listing the move journal in the source cluster")
-                })?
-                .items
+            None => list_slices(cluster, &api, key)
+                .await?
                 .iter()
                 .filter(|c| shard_of(c).is_some_and(|n| n >= slices.len()))
                 .filter_map(|c| c.metadata.name.clone())
@@ -497,7 +491,26 @@ pub mod copy {
         Ok(written)
     }
 
-    fn shard_of(configmap: &k8s_openapi::api::core::v1::ConfigMap) -> Option<usize> {
+    type ConfigMap = k8s_openapi::api::core::v1::ConfigMap;
+
+    fn configmaps(cluster: &Cluster, namespace: &str) -> Api<ConfigMap> {
+        Api::namespaced(cluster.client.clone(), namespace)
+    }
+
+    /// The copy's slices as they are in the cluster, in no particular order.
+    async fn list_slices(
+        cluster: &Cluster,
+        api: &Api<ConfigMap>,
+        key: &str,
+    ) -> Result<Vec<ConfigMap>> {
+        Ok(api
+            .list(&ListParams::default().labels(&format!("{LABEL}={key}")))
+            .await
+            .map_err(|e| cluster.api_error(e, "reading the move journal in the source cluster"))?
+            .items)
+    }
+
+    fn shard_of(configmap: &ConfigMap) -> Option<usize> {
         configmap
             .metadata
             .labels
@@ -509,13 +522,7 @@ pub mod copy {
 
     /// Reads the copy back, if there is a complete one.
     pub async fn load(cluster: &Cluster, namespace: &str, key: &str) -> Result<Option<Journal>> {
-        let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
-            Api::namespaced(cluster.client.clone(), namespace);
-        let mut found = api
-            .list(&ListParams::default().labels(&format!("{LABEL}={key}")))
-            .await
-            .map_err(|e| cluster.api_error(e, "reading the move journal in the source cluster"))?
-            .items;
+        let mut found = list_slices(cluster, &configmaps(cluster, namespace), key).await?;
         found.sort_by_key(|c| shard_of(c).unwrap_or(usize::MAX));
         let text: String = found
             .iter()
@@ -526,13 +533,8 @@ pub mod copy {
 
     /// Removes the copy (the move is over).
     pub async fn remove(cluster: &Cluster, namespace: &str, key: &str) -> Result<()> {
-        let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
-            Api::namespaced(cluster.client.clone(), namespace);
-        let found = api
-            .list(&ListParams::default().labels(&format!("{LABEL}={key}")))
-            .await
-            .map_err(|e| cluster.api_error(e, "listing the move journal in the source cluster"))?;
-        for configmap in found.items {
+        let api = configmaps(cluster, namespace);
+        for configmap in list_slices(cluster, &api, key).await? {
             let _ = api
                 .delete(
                     configmap.metadata.name.as_deref().unwrap_or_default(),
