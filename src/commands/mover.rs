@@ -17,7 +17,7 @@ use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
 use crate::mover::execute::{
     Destination, JournalCopy, JournalFile, RunOptions, Source, Stop, Summary, finish_from_journal,
-    preflight, rollback_from_journal, run as execute,
+    preflight, rollback_from_journal, run as execute, type_of,
 };
 use crate::mover::graph::Graph;
 use crate::mover::journal::{self, Endpoint, Journal, Stage};
@@ -471,14 +471,21 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         )
     });
     let copy_namespace = journal::copy::namespace(moved_namespace.as_deref());
-    let journal_copy = || {
-        journal_key.as_ref().map(|key| JournalCopy {
+    // The running move's journal: its local file and its copy in the source cluster.
+    let journal_file = |path: &std::path::Path, journal: Journal| JournalFile {
+        path: path.to_path_buf(),
+        journal,
+        copy: journal_key.as_ref().map(|key| JournalCopy {
             cluster: source.clone(),
             namespace: copy_namespace.clone(),
             key: key.clone(),
             written: None,
-        })
+        }),
     };
+    let journal_shown = journal_path
+        .as_deref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     // The local journal first; else the copy in the source cluster (a resume from elsewhere).
     let unfinished = match (&journal_path, &journal_key) {
         (Some(path), _) if path.exists() => {
@@ -493,11 +500,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         let (Some(journal), Some(path), Some(target)) = (&unfinished, &journal_path, &target)
         else {
             return Err(Error::Usage(format!(
-                "no interrupted move to roll back: {} holds none",
-                journal_path
-                    .as_deref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
+                "no interrupted move to roll back: {journal_shown} holds none"
             )));
         };
         if journal.stage >= Stage::Deleting {
@@ -507,11 +510,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             );
             return Ok(ExitStatus::Failure);
         }
-        let mut file = JournalFile {
-            path: path.clone(),
-            journal: journal.clone(),
-            copy: journal_copy(),
-        };
+        let mut file = journal_file(path, journal.clone());
         let removed = rollback_from_journal(
             &source,
             &target.cluster,
@@ -528,11 +527,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     }
     if args.resume && unfinished.is_none() {
         return Err(Error::Usage(format!(
-            "no interrupted move to resume: {} holds none; run the move without --resume",
-            journal_path
-                .as_deref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
+            "no interrupted move to resume: {journal_shown} holds none; run the move without --resume"
         )));
     }
     if let (Some(journal), Some(path)) = (&unfinished, &journal_path) {
@@ -543,11 +538,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         );
         if journal.stage >= Stage::Deleting && dry_run == DryRun::None {
             let target = target.as_ref().expect("connected above");
-            let mut file = JournalFile {
-                path: path.clone(),
-                journal: journal.clone(),
-                copy: journal_copy(),
-            };
+            let mut file = journal_file(path, journal.clone());
             let reporter = Reporter::new(printer);
             let summary = finish_from_journal(
                 &source,
@@ -708,12 +699,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     };
     let mut journal = Journal::new(
         &plan,
-        |r| {
-            types
-                .iter()
-                .find(|t| t.info.group == r.group() && t.info.kind == r.kind)
-                .map(|t| (t.resource.plural.clone(), t.info.namespaced))
-        },
+        |r| type_of(&types, r).map(|t| (t.resource.plural.clone(), t.info.namespaced)),
         Endpoint {
             server: source.url.clone(),
             context: settings.connection.context.clone(),
@@ -741,11 +727,12 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             None => entry.preexisting = in_target.contains(&entry.uid),
         }
     }
-    let mut file = JournalFile {
-        path: journal_path.clone().expect("a target means a journal path"),
+    let mut file = journal_file(
+        journal_path
+            .as_deref()
+            .expect("a target means a journal path"),
         journal,
-        copy: journal_copy(),
-    };
+    );
     let reporter = Reporter::new(printer);
     let outcome = execute(
         &plan,

@@ -3,7 +3,7 @@
 //! Nothing is written before every check passed (the only exception: namespaces the server-side
 //! dry run needs in the target, removed again when the preflight fails).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,7 +52,9 @@ pub struct JournalCopy {
 
 impl JournalFile {
     pub async fn save(&mut self) -> Result<()> {
-        self.journal.save(&self.path)?;
+        // Serialised once for both places.
+        let text = self.journal.to_json();
+        journal::save_text(&text, &self.path)?;
         if let Some(copy) = &mut self.copy {
             if self.journal.stage.finished() {
                 journal::copy::remove(&copy.cluster, &copy.namespace, &copy.key).await?;
@@ -63,7 +65,7 @@ impl JournalFile {
                         &copy.cluster,
                         &copy.namespace,
                         &copy.key,
-                        &self.journal,
+                        &text,
                         copy.written.as_ref(),
                     )
                     .await?,
@@ -101,7 +103,7 @@ pub struct Summary {
     pub seconds: f64,
 }
 
-fn type_of<'a>(types: &'a [MoveType], reference: &ObjectRef) -> Option<&'a MoveType> {
+pub fn type_of<'a>(types: &'a [MoveType], reference: &ObjectRef) -> Option<&'a MoveType> {
     types
         .iter()
         .find(|t| t.info.group == reference.group() && t.info.kind == reference.kind)
@@ -615,13 +617,12 @@ async fn read_when_unblocked(
 ) -> Result<HashMap<String, Arc<DynamicObject>>> {
     let deadline = Instant::now() + timeout;
     let mut delay = Duration::from_millis(100);
-    let planned: HashSet<&str> = plan.groups.iter().flatten().map(String::as_str).collect();
     loop {
         let objects = list_objects(source, types, scope).await?;
         let fresh: HashMap<String, Arc<DynamicObject>> = objects
             .into_iter()
             .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
-            .filter(|(uid, _)| planned.contains(uid.as_str()))
+            .filter(|(uid, _)| plan.scheduled.contains(uid))
             .collect();
         let blocked: Vec<String> = plan
             .groups
@@ -930,16 +931,11 @@ pub async fn run(
             .buffer_unordered(options.concurrency.max(1))
             .collect()
             .await;
-        let mut failure = None;
-        for answer in answers {
-            match answer {
-                Ok(uid) => {
-                    deleted += 1;
-                    if let Some(entry) = journal.journal.entry_mut(uid) {
-                        entry.deleted = true;
-                    }
-                }
-                Err(e) => failure = failure.or(Some(e)),
+        let (done, failure) = successes_and_first_error(answers);
+        for uid in done {
+            deleted += 1;
+            if let Some(entry) = journal.journal.entry_mut(uid) {
+                entry.deleted = true;
             }
         }
         journal.save().await?;
@@ -972,6 +968,20 @@ pub async fn run(
     })
 }
 
+/// Splits a group's answers: what succeeded (to journal) and the first error (to end the move
+/// with once the successes are recorded).
+fn successes_and_first_error<T>(answers: Vec<Result<T>>) -> (Vec<T>, Option<Error>) {
+    let mut done = Vec::new();
+    let mut failure = None;
+    for answer in answers {
+        match answer {
+            Ok(value) => done.push(value),
+            Err(e) => failure = failure.or(Some(e)),
+        }
+    }
+    (done, failure)
+}
+
 /// The API resource of a journal entry.
 fn entry_resource(entry: &Entry) -> ApiResource {
     let (group, version) = entry
@@ -983,6 +993,16 @@ fn entry_resource(entry: &Entry) -> ApiResource {
         &GroupVersionKind::gvk(group, version, &entry.object.kind),
         &entry.resource,
     )
+}
+
+/// The journal's Clusters and ClusterClasses (what the move pauses), with their API resources.
+fn pausable_entries(journal: &Journal) -> Vec<(ApiResource, ObjectRef)> {
+    journal
+        .entries
+        .iter()
+        .filter(|e| is_pausable(&e.object))
+        .map(|e| (entry_resource(e), e.object.clone()))
+        .collect()
 }
 
 /// A journal entry's object, read by name in `cluster` (the `source` or `target`, for the
@@ -1073,14 +1093,14 @@ pub async fn finish_from_journal(
         progress.end(Phase::Delete);
         journal.stage(Stage::Unpausing).await?;
     }
-    let pausable: Vec<(ApiResource, ObjectRef)> = journal
-        .journal
-        .entries
-        .iter()
-        .filter(|e| is_pausable(&e.object))
-        .map(|e| (entry_resource(e), e.object.clone()))
-        .collect();
-    patch_paused(target, &pausable, false, DEFAULT_CONCURRENCY, progress).await?;
+    patch_paused(
+        target,
+        &pausable_entries(&journal.journal),
+        false,
+        concurrency,
+        progress,
+    )
+    .await?;
     journal.stage(Stage::Done).await?;
     let mut created: BTreeMap<String, usize> = BTreeMap::new();
     for entry in &journal.journal.entries {
@@ -1152,16 +1172,14 @@ pub async fn rollback_from_journal(
             .await?;
     }
     progress.end(Phase::Delete);
-    let pausable: Vec<(ApiResource, ObjectRef)> = journal
-        .journal
-        .paused
-        .iter()
-        .filter_map(|r| {
-            let entry = journal.journal.entries.iter().find(|e| &e.object == r)?;
-            Some((entry_resource(entry), r.clone()))
-        })
-        .collect();
-    patch_paused(source, &pausable, false, DEFAULT_CONCURRENCY, progress).await?;
+    patch_paused(
+        source,
+        &pausable_entries(&journal.journal),
+        false,
+        concurrency,
+        progress,
+    )
+    .await?;
     journal.stage(Stage::RolledBack).await?;
     Ok(removed)
 }
@@ -1243,14 +1261,7 @@ pub async fn create_groups(
         .buffer_unordered(how.concurrency.max(1))
         .collect()
         .await;
-        let mut failure = None;
-        let mut results = Vec::new();
-        for answer in answers {
-            match answer {
-                Ok(result) => results.push(result),
-                Err(e) => failure = failure.or(Some(e)),
-            }
-        }
+        let (results, failure) = successes_and_first_error(answers);
         for (uid, (new_uid, made), t) in results {
             if let Some(entry) = journal
                 .as_deref_mut()

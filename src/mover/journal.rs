@@ -191,42 +191,51 @@ impl Journal {
         })
     }
 
+    /// The journal as written to its file and to its copy in the cluster.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("journal serialises")
+    }
+
     /// Writes the journal atomically (temporary file, then rename), 0600 in a 0700 directory.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let fail = |e: std::io::Error| {
-            Error::Usage(format!(
-                "cannot write the move journal {}: {e}; pass a writable --journal PATH",
-                path.display()
-            ))
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            create_private_dir(dir).map_err(fail)?;
-        }
-        let temporary = path.with_extension("json.partial");
-        {
-            let mut file = private_file(&temporary).map_err(fail)?;
-            file.write_all(&serde_json::to_vec(self).expect("journal serialises"))
-                .map_err(fail)?;
-            file.sync_all().map_err(fail)?;
-        }
-        std::fs::rename(&temporary, path).map_err(fail)
+        save_text(&self.to_json(), path)
+    }
+
+    /// Where an entry is: entries are sorted by UID.
+    fn position(&self, uid: &str) -> Option<usize> {
+        self.entries
+            .binary_search_by(|e| e.uid.as_str().cmp(uid))
+            .ok()
     }
 
     pub fn entry(&self, uid: &str) -> Option<&Entry> {
-        let at = self
-            .entries
-            .binary_search_by(|e| e.uid.as_str().cmp(uid))
-            .ok()?;
-        Some(&self.entries[at])
+        Some(&self.entries[self.position(uid)?])
     }
 
     pub fn entry_mut(&mut self, uid: &str) -> Option<&mut Entry> {
-        let at = self
-            .entries
-            .binary_search_by(|e| e.uid.as_str().cmp(uid))
-            .ok()?;
+        let at = self.position(uid)?;
         Some(&mut self.entries[at])
     }
+}
+
+/// Writes a journal's JSON ([`Journal::to_json`]) to `path` as [`Journal::save`] does.
+pub fn save_text(text: &str, path: &Path) -> Result<()> {
+    let fail = |e: std::io::Error| {
+        Error::Usage(format!(
+            "cannot write the move journal {}: {e}; pass a writable --journal PATH",
+            path.display()
+        ))
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir).map_err(fail)?;
+    }
+    let temporary = path.with_extension("json.partial");
+    {
+        let mut file = private_file(&temporary).map_err(fail)?;
+        file.write_all(text.as_bytes()).map_err(fail)?;
+        file.sync_all().map_err(fail)?;
+    }
+    std::fs::rename(&temporary, path).map_err(fail)
 }
 
 /// `$XDG_STATE_HOME/kubectl-capi/moves`, else `~/.local/state/kubectl-capi/moves`.
@@ -434,7 +443,8 @@ pub mod copy {
         hasher.finish()
     }
 
-    /// Writes the slices that changed since `previous` (all of them when it is `None`), in
+    /// Writes the slices of `text` (a journal's [`Journal::to_json`]) that changed since
+    /// `previous` (all of them when it is `None`), in
     /// parallel (server-side apply, so a slice is created or replaced in one request), and
     /// removes slices left from a longer earlier version: those beyond `previous` if known (the
     /// last save of this process), else those a listing finds. Returns what it wrote.
@@ -442,12 +452,11 @@ pub mod copy {
         cluster: &Cluster,
         namespace: &str,
         key: &str,
-        journal: &Journal,
+        text: &str,
         previous: Option<&Written>,
     ) -> Result<Written> {
-        let text = serde_json::to_string(journal).expect("journal serialises");
         let api = configmaps(cluster, namespace);
-        let slices = shards(&text);
+        let slices = shards(text);
         let written: Written = slices.iter().map(|s| fingerprint(s)).collect();
         let changed = slices
             .iter()
