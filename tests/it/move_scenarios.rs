@@ -195,6 +195,40 @@ impl Fixture {
         self
     }
 
+    /// Cluster ns1/foo with a control-plane Machine cp1 and a MachineDeployment md1 (templates
+    /// included) whose MachineSet md1-a owns a Machine per name in `workers`.
+    fn workload(workers: &[&str]) -> Fixture {
+        let mut f = Fixture::default();
+        f.cluster("ns1", "foo", true).machine(
+            "ns1",
+            "foo",
+            "cp1",
+            ("KubeadmControlPlane", "foo", true),
+            true,
+        );
+        f.add(
+            CORE,
+            "MachineDeployment",
+            "ns1",
+            "md1",
+            &[("Cluster", "foo", false)],
+            json!({}),
+        )
+        .templates("ns1", "foo", "md1", true)
+        .add(
+            CORE,
+            "MachineSet",
+            "ns1",
+            "md1-a",
+            &[("MachineDeployment", "md1", true)],
+            json!({}),
+        );
+        for m in workers {
+            f.machine("ns1", "foo", m, ("MachineSet", "md1-a", true), true);
+        }
+        f
+    }
+
     fn crd(&mut self, group: &str, kind: &str, namespaced: bool, label: &str) -> &mut Fixture {
         let plural = format!("{}s", kind.to_lowercase());
         self.crds.push(json!({
@@ -1154,34 +1188,7 @@ fn end_state(server: &ApiServer) -> BTreeMap<String, Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_through_failing_writes_ends_like_a_clean_one() {
-    let mut f = Fixture::default();
-    f.cluster("ns1", "foo", true).machine(
-        "ns1",
-        "foo",
-        "cp1",
-        ("KubeadmControlPlane", "foo", true),
-        true,
-    );
-    f.add(
-        CORE,
-        "MachineDeployment",
-        "ns1",
-        "md1",
-        &[("Cluster", "foo", false)],
-        json!({}),
-    )
-    .templates("ns1", "foo", "md1", true)
-    .add(
-        CORE,
-        "MachineSet",
-        "ns1",
-        "md1-a",
-        &[("MachineDeployment", "md1", true)],
-        json!({}),
-    );
-    for m in ["w1", "w2", "w3"] {
-        f.machine("ns1", "foo", m, ("MachineSet", "md1-a", true), true);
-    }
+    let f = Fixture::workload(&["w1", "w2", "w3"]);
     let clean = World::start(&f).await;
     clean.move_and_check(&["-n", "ns1"]).await;
 
@@ -1342,32 +1349,7 @@ async fn kill_at(world: &World, args: &[&str], point: KillPoint) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_killed_at_any_write_converges_when_run_again() {
-    let mut f = Fixture::default();
-    f.cluster("ns1", "foo", true).machine(
-        "ns1",
-        "foo",
-        "cp1",
-        ("KubeadmControlPlane", "foo", true),
-        true,
-    );
-    f.add(
-        CORE,
-        "MachineDeployment",
-        "ns1",
-        "md1",
-        &[("Cluster", "foo", false)],
-        json!({}),
-    )
-    .templates("ns1", "foo", "md1", true)
-    .add(
-        CORE,
-        "MachineSet",
-        "ns1",
-        "md1-a",
-        &[("MachineDeployment", "md1", true)],
-        json!({}),
-    )
-    .machine("ns1", "foo", "w1", ("MachineSet", "md1-a", true), true);
+    let f = Fixture::workload(&["w1"]);
     let clean = World::start(&f).await;
     let writes_before = clean.plugin_writes().len();
     clean.move_and_check(&["-n", "ns1"]).await;
