@@ -243,12 +243,7 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
     ];
     // The in-flight Machine gets its node while the command waits, once the freeze is in place.
     let node_joins_once_frozen = async {
-        for _ in 0..2000 {
-            if control_plane_frozen(&env, SECOND) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        poll_until(|| control_plane_frozen(&env, SECOND)).await;
         env.source.controllers.holds.release_all();
     };
     let moved_in_one = kubectl
@@ -319,18 +314,23 @@ async fn scale_up_control_plane(
         out,
         "# Scaling the control plane of {cluster} from 1 to 3 Machines"
     )?;
-    for _ in 0..2000 {
-        if !env.source.controllers.holds.waiting().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    poll_until(|| !env.source.controllers.holds.waiting().is_empty()).await;
     writeln!(
         out,
         "# {cluster}: {}",
         Progress::of(&env.source.server, dialect, "default", cluster)
     )?;
     Ok(())
+}
+
+/// Waits until `condition` holds, for at most 20 seconds (the demo then shows what it got).
+async fn poll_until(condition: impl Fn() -> bool) {
+    for _ in 0..2000 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Whether kubectl-capi's freeze marker is on the cluster's control plane in the source.
