@@ -44,6 +44,9 @@ pub enum Error {
     Timeout(String),
     #[error("{context}: {message}")]
     Api { context: String, message: String },
+    /// The answer is no (exit 1): every reason, and nothing was written.
+    #[error("{}", .0.join("; "))]
+    Refused(Vec<String>),
     /// Ctrl-C: the command stopped at a safe point.
     #[error("interrupted")]
     Interrupted,

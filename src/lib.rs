@@ -81,6 +81,18 @@ where
     match outcome {
         Ok(status) => status,
         Err(Error::Interrupted) => ExitStatus::Interrupted,
+        Err(Error::Refused(reasons)) => {
+            match reasons.as_slice() {
+                [reason] => eprintln!("error: {reason}"),
+                _ => {
+                    eprintln!("error: refused, nothing was written:");
+                    for reason in &reasons {
+                        eprintln!("  {reason}");
+                    }
+                }
+            }
+            ExitStatus::Failure
+        }
         Err(error) => {
             eprintln!("error: {error}");
             ExitStatus::Error

@@ -23,6 +23,7 @@ use crate::mover::graph::Graph;
 use crate::mover::journal::{self, Endpoint, Journal, Stage};
 use crate::mover::plan::{Excluded, MovePlan, TreeNode, plan};
 use crate::mover::progress::{Phase, Progress};
+use crate::mover::same_cluster;
 use crate::names::CORE_GROUP;
 use crate::output::table::table;
 use crate::output::{ExitStatus, Printer};
@@ -312,6 +313,12 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     if !args.freeze && !args.wait_ready {
         return move_once(args, settings, printer).await;
     }
+    // The freeze is a write: a move that will be refused for its ends must not start with it.
+    if args.to_kubeconfig.is_some() || args.to_context.is_some() {
+        let source = connect(&settings.connection).await?;
+        let target = connect(&target_connection(args, settings)).await?;
+        same_cluster::ensure_distinct(&source, &target).await?;
+    }
     let step_settings = Settings {
         output: OutputFormat::Table,
         ..settings.clone()
@@ -447,6 +454,9 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         None
     } else {
         let cluster = connect(&target_connection(args, settings)).await?;
+        // Before anything else, and for a resume or rollback too: one cluster as both ends
+        // would lose everything the move copies.
+        same_cluster::ensure_distinct(&source, &cluster).await?;
         let catalog = Catalog::discover(&cluster).await?;
         Some(Destination { cluster, catalog })
     };

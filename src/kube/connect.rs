@@ -20,6 +20,8 @@ pub struct Cluster {
     pub default_namespace: String,
     /// Who acts: `--as`, else the kubeconfig user's name.
     pub identity: String,
+    /// The kubeconfig context used (`--context`, else the current one), for messages.
+    pub context: String,
 }
 
 impl Cluster {
@@ -31,6 +33,7 @@ impl Cluster {
             client: retrying(client, RetrySettings::default()),
             url: url.to_string(),
             identity: "unknown".into(),
+            context: url.to_string(),
         }
     }
 
@@ -140,5 +143,6 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         url,
         default_namespace,
         identity,
+        context: context_name.unwrap_or_default(),
     })
 }

@@ -8,5 +8,6 @@ pub mod graph;
 pub mod journal;
 pub mod plan;
 pub mod progress;
+pub mod same_cluster;
 #[cfg(test)]
 mod scenarios;

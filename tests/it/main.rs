@@ -6,6 +6,7 @@ mod common;
 mod demo;
 mod freeze;
 mod kubectl_plugin;
+mod move_safety;
 mod move_scenarios;
 mod moving;
 mod packaging;

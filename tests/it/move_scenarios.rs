@@ -10,16 +10,16 @@ use capi_sandbox::crds::{self, Dialect};
 use capi_sandbox::{ApiServer, FaultAction, FaultRule, ServerOptions, Serving};
 use serde_json::{Value, json};
 
-const CORE: &str = "cluster.x-k8s.io/v1beta2";
-const INFRA: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
-const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io/v1beta2";
-const CONTROL_PLANE: &str = "controlplane.cluster.x-k8s.io/v1beta2";
-const ADDONS: &str = "addons.cluster.x-k8s.io/v1beta2";
-const MOVE_LABEL: &str = "clusterctl.cluster.x-k8s.io/move";
-const MOVE_HIERARCHY_LABEL: &str = "clusterctl.cluster.x-k8s.io/move-hierarchy";
+pub const CORE: &str = "cluster.x-k8s.io/v1beta2";
+pub const INFRA: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
+pub const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io/v1beta2";
+pub const CONTROL_PLANE: &str = "controlplane.cluster.x-k8s.io/v1beta2";
+pub const ADDONS: &str = "addons.cluster.x-k8s.io/v1beta2";
+pub const MOVE_LABEL: &str = "clusterctl.cluster.x-k8s.io/move";
+pub const MOVE_HIERARCHY_LABEL: &str = "clusterctl.cluster.x-k8s.io/move-hierarchy";
 
 /// A move of namespace ns1 from the world's source to its target.
-const MOVE_NS1: [&str; 7] = [
+pub const MOVE_NS1: [&str; 7] = [
     "move",
     "--context",
     "source",
@@ -30,17 +30,17 @@ const MOVE_NS1: [&str; 7] = [
 ];
 
 /// Owners named by `(kind, name, controller)`, resolved to UIDs on load.
-type Owners = Vec<(String, String, bool)>;
+pub type Owners = Vec<(String, String, bool)>;
 
 /// Objects to load into the source, with their owners.
 #[derive(Default)]
-struct Fixture {
+pub struct Fixture {
     objects: Vec<(Value, Owners)>,
     crds: Vec<Value>,
 }
 
 impl Fixture {
-    fn add(
+    pub fn add(
         &mut self,
         api_version: &str,
         kind: &str,
@@ -66,7 +66,7 @@ impl Fixture {
     /// A provisioned Cluster, its DockerCluster, `<name>-ca` (no owner: soft-owned) and
     /// `<name>-kubeconfig`; with a control plane also the KubeadmControlPlane (controller-owned by
     /// the Cluster), its machine template, and `-kubeconfig`/`-sa` owned by the control plane.
-    fn cluster(&mut self, ns: &str, name: &str, control_plane: bool) -> &mut Fixture {
+    pub fn cluster(&mut self, ns: &str, name: &str, control_plane: bool) -> &mut Fixture {
         let mut spec = json!({"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerCluster", "name": name}});
         if control_plane {
             spec["controlPlaneRef"] = json!({"apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": name});
@@ -125,7 +125,7 @@ impl Fixture {
 
     /// A Machine with a node, its DockerMachine and (unless static) KubeadmConfig and bootstrap
     /// data Secret.
-    fn machine(
+    pub fn machine(
         &mut self,
         ns: &str,
         cluster: &str,
@@ -173,7 +173,13 @@ impl Fixture {
     }
 
     /// Machine templates owned by the Cluster, as MachineSets, MachineDeployments and pools use.
-    fn templates(&mut self, ns: &str, cluster: &str, name: &str, bootstrap: bool) -> &mut Fixture {
+    pub fn templates(
+        &mut self,
+        ns: &str,
+        cluster: &str,
+        name: &str,
+        bootstrap: bool,
+    ) -> &mut Fixture {
         self.add(
             INFRA,
             "DockerMachineTemplate",
@@ -197,7 +203,7 @@ impl Fixture {
 
     /// Cluster ns1/foo with a control-plane Machine cp1 and a MachineDeployment md1 (templates
     /// included) whose MachineSet md1-a owns a Machine per name in `workers`.
-    fn workload(workers: &[&str]) -> Fixture {
+    pub fn workload(workers: &[&str]) -> Fixture {
         let mut f = Fixture::default();
         f.cluster("ns1", "foo", true).machine(
             "ns1",
@@ -229,7 +235,7 @@ impl Fixture {
         f
     }
 
-    fn crd(&mut self, group: &str, kind: &str, namespaced: bool, label: &str) -> &mut Fixture {
+    pub fn crd(&mut self, group: &str, kind: &str, namespaced: bool, label: &str) -> &mut Fixture {
         let plural = format!("{}s", kind.to_lowercase());
         self.crds.push(json!({
             "apiVersion": "apiextensions.k8s.io/v1",
@@ -245,7 +251,7 @@ impl Fixture {
     }
 }
 
-fn merge(into: &mut Value, extra: Value) {
+pub fn merge(into: &mut Value, extra: Value) {
     match (into, extra) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in b {
@@ -256,7 +262,7 @@ fn merge(into: &mut Value, extra: Value) {
     }
 }
 
-fn key(o: &Value) -> String {
+pub fn key(o: &Value) -> String {
     format!(
         "{} {}/{}",
         o["kind"].as_str().unwrap(),
@@ -265,17 +271,17 @@ fn key(o: &Value) -> String {
     )
 }
 
-struct World {
-    source: ApiServer,
-    target: ApiServer,
+pub struct World {
+    pub source: ApiServer,
+    pub target: ApiServer,
     _serving: (Serving, Serving),
-    dir: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
     /// The source's objects as loaded (before the move), by `Kind ns/name`.
-    loaded: BTreeMap<String, Value>,
+    pub loaded: BTreeMap<String, Value>,
 }
 
 impl World {
-    async fn start(fixture: &Fixture) -> World {
+    pub async fn start(fixture: &Fixture) -> World {
         let source = ApiServer::new(ServerOptions::default());
         let target = ApiServer::new(ServerOptions::default());
         for server in [&source, &target] {
@@ -324,9 +330,15 @@ impl World {
             target.serve(0).await.unwrap(),
         );
         let dir = tempfile::tempdir().unwrap();
+        // The source also under another name, and by another URL of the same server: both
+        // are the same cluster to a move.
+        let mut by_localhost = serving.0.kubeconfig_entry("source-localhost");
+        by_localhost.server = by_localhost.server.replace("127.0.0.1", "localhost");
         let entries: Vec<KubeconfigEntry> = vec![
             serving.0.kubeconfig_entry("source"),
             serving.1.kubeconfig_entry("target"),
+            serving.0.kubeconfig_entry("source-again"),
+            by_localhost,
         ];
         write_kubeconfig(&dir.path().join("kubeconfig"), &entries).unwrap();
         World {
@@ -339,7 +351,7 @@ impl World {
     }
 
     /// Writes by the plugin in either server that changed state, in order per server.
-    fn plugin_writes(&self) -> Vec<capi_sandbox::RequestRecord> {
+    pub fn plugin_writes(&self) -> Vec<capi_sandbox::RequestRecord> {
         [&self.source, &self.target]
             .iter()
             .flat_map(|s| s.mutations())
@@ -348,7 +360,7 @@ impl World {
     }
 
     /// How many plugin writes each server (source, target) has seen.
-    fn writes_per_server(&self) -> [usize; 2] {
+    pub fn writes_per_server(&self) -> [usize; 2] {
         [&self.source, &self.target].map(|s| {
             s.mutations()
                 .iter()
@@ -358,7 +370,7 @@ impl World {
     }
 
     /// The plugin's writes after `before` (from [`World::writes_per_server`]).
-    fn writes_since(&self, before: [usize; 2]) -> Vec<capi_sandbox::RequestRecord> {
+    pub fn writes_since(&self, before: [usize; 2]) -> Vec<capi_sandbox::RequestRecord> {
         [&self.source, &self.target]
             .iter()
             .zip(before)
@@ -372,7 +384,7 @@ impl World {
             .collect()
     }
 
-    async fn plugin(&self, args: &[&str]) -> crate::common::Output {
+    pub async fn plugin(&self, args: &[&str]) -> crate::common::Output {
         let output = self.command(args).output().await.unwrap();
         crate::common::Output {
             code: output.status.code().unwrap_or(-1),
@@ -382,19 +394,19 @@ impl World {
     }
 
     /// The plugin against this world, with journals in this world's own state directory.
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
+    pub fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut command =
             crate::common::plugin_command(Some(&self.dir.path().join("kubeconfig")), args);
         command.env("XDG_STATE_HOME", self.state_dir());
         command
     }
 
-    fn state_dir(&self) -> std::path::PathBuf {
+    pub fn state_dir(&self) -> std::path::PathBuf {
         self.dir.path().join("state")
     }
 
     /// The plan's groups as sorted `Kind ns/name` lists, and the objects copied but kept.
-    async fn plan(&self, args: &[&str]) -> (Vec<Vec<String>>, BTreeSet<String>) {
+    pub async fn plan(&self, args: &[&str]) -> (Vec<Vec<String>>, BTreeSet<String>) {
         let mut full = vec![
             "move",
             "--context",
@@ -440,7 +452,7 @@ impl World {
     }
 
     /// Moves for real and checks the end state against the plan.
-    async fn move_and_check(&self, args: &[&str]) {
+    pub async fn move_and_check(&self, args: &[&str]) {
         let (groups, kept) = self.plan(args).await;
         let mut full = vec!["move", "--context", "source", "--to-context", "target"];
         full.extend_from_slice(args);
@@ -539,7 +551,7 @@ impl World {
 }
 
 /// A write to the journal's copy in the source cluster.
-fn journal_shard(r: &capi_sandbox::RequestRecord) -> bool {
+pub fn journal_shard(r: &capi_sandbox::RequestRecord) -> bool {
     r.resource == "configmaps"
         && r.name
             .as_deref()
@@ -547,7 +559,7 @@ fn journal_shard(r: &capi_sandbox::RequestRecord) -> bool {
 }
 
 /// The journal's ConfigMaps in the source.
-fn journal_copies(world: &World) -> usize {
+pub fn journal_copies(world: &World) -> usize {
     world
         .source
         .dump()
@@ -561,13 +573,13 @@ fn journal_copies(world: &World) -> usize {
         .count()
 }
 
-fn group(items: &[&str]) -> Vec<String> {
+pub fn group(items: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = items.iter().map(|s| s.to_string()).collect();
     v.sort();
     v
 }
 
-const CLUSTER_FOO: [&str; 3] = [
+pub const CLUSTER_FOO: [&str; 3] = [
     "DockerCluster ns1/foo",
     "Secret ns1/foo-ca",
     "Secret ns1/foo-kubeconfig",
@@ -1149,7 +1161,7 @@ async fn external_objects_a_global_identity_and_credentials() {
 
 /// Each object as the end state knows it: owners by kind and name, spec, labels — no UIDs,
 /// versions or timestamps, which differ between any two runs.
-fn end_state(server: &ApiServer) -> BTreeMap<String, Value> {
+pub fn end_state(server: &ApiServer) -> BTreeMap<String, Value> {
     server
         .dump()
         .into_iter()
@@ -1274,7 +1286,7 @@ async fn a_move_through_failing_writes_ends_like_a_clean_one() {
 
 /// Where a crash test kills the move.
 #[derive(Clone, Copy, Debug)]
-enum KillPoint {
+pub enum KillPoint {
     /// Once this many of its writes changed state, in either server.
     Writes(usize),
     /// Right after its Nth write to the journal's copy: the journal is written at every
@@ -1287,7 +1299,7 @@ enum KillPoint {
 
 /// Per server (source, target): the plugin's write attempts that are not dry runs, and its
 /// access reviews, which come first and which a [`KillPoint::Unanswered`] rule counts too.
-fn write_attempts(world: &World) -> [(usize, usize); 2] {
+pub fn write_attempts(world: &World) -> [(usize, usize); 2] {
     [&world.source, &world.target].map(|s| {
         let requests: Vec<_> = s
             .requests()
@@ -1306,7 +1318,7 @@ fn write_attempts(world: &World) -> [(usize, usize); 2] {
 
 /// Starts the plugin and SIGKILLs it at `point`. Returns whether it was killed (false: it
 /// finished first).
-async fn kill_at(world: &World, args: &[&str], point: KillPoint) -> bool {
+pub async fn kill_at(world: &World, args: &[&str], point: KillPoint) -> bool {
     let before = world.writes_per_server();
     let servers = [&world.source, &world.target];
     if let KillPoint::Unanswered { server, skip } = point {
