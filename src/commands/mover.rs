@@ -530,9 +530,11 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         )
         .await?;
         printer.data(&format!(
-            "rolled back: {removed} object(s) removed from the target, {} Cluster(s)/ClusterClass(es) unpaused in the source\n",
+            "rolled back: {} object(s) removed from the target, {} Cluster(s)/ClusterClass(es) unpaused in the source\n",
+            removed.count,
             file.journal.paused.len()
         ));
+        warn_skipped(printer, &removed.skipped);
         return Ok(ExitStatus::Success);
     }
     if args.resume && unfinished.is_none() {
@@ -781,6 +783,13 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     Ok(ExitStatus::Success)
 }
 
+/// Objects a move or rollback left alone because another object had taken their name.
+fn warn_skipped(printer: &Printer, skipped: &[crate::mover::execute::Skipped]) {
+    for s in skipped {
+        printer.warn(&format!("{}: {}", s.object.kubectl_name(), s.reason));
+    }
+}
+
 /// The command line that continues this move: the same arguments plus `--resume`.
 fn resume_command() -> String {
     let mut words: Vec<String> = vec!["kubectl".into(), "capi".into()];
@@ -819,6 +828,7 @@ fn print_summary(args: &MoveArgs, settings: &Settings, printer: &Printer, summar
             text.push_str(&format!("{} moved\n", cluster.kubectl_name()));
         }
         printer.data(&text);
+        warn_skipped(printer, &summary.skipped);
         for e in &summary.excluded {
             printer.warn(&format!(
                 "not moved: {} — {}",

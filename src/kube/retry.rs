@@ -2,7 +2,9 @@
 //! and kube's own retry is switched off, so a request is retried by exactly one policy that
 //! classifies the answer: 429 waits for `Retry-After` (else backs off), 500/502/503/504 and lost
 //! connections back off, a 409 whose reason is `Conflict` backs off (an `AlreadyExists` is an
-//! answer, not a failure), everything else — validation errors included — returns at once.
+//! answer, not a failure) unless the request carried a precondition (a UID or resourceVersion):
+//! sending the same precondition again cannot succeed, so the caller gets the answer and re-reads.
+//! Everything else — validation errors included — returns at once.
 //!
 //! Writes are safe to repeat here because move's writes are idempotent at the operation level:
 //! a repeated create answers AlreadyExists, a repeated DELETE NotFound, a merge patch converges.
@@ -90,6 +92,21 @@ pub fn classify(
     }
 }
 
+/// Whether a request body makes the write conditional: DeleteOptions with `preconditions`, or an
+/// object (PUT, merge patch) that names its `metadata.uid` or `metadata.resourceVersion`.
+pub fn carries_precondition(body: &[u8]) -> bool {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return false;
+    };
+    let set = |v: &serde_json::Value| v.as_str().is_some_and(|s| !s.is_empty());
+    let preconditions = &value["preconditions"];
+    let metadata = &value["metadata"];
+    set(&preconditions["uid"])
+        || set(&preconditions["resourceVersion"])
+        || set(&metadata["uid"])
+        || set(&metadata["resourceVersion"])
+}
+
 /// Errors below the HTTP answer (connection refused, reset, dropped, timed out) are transient.
 fn transient(error: &kube::Error) -> bool {
     matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_))
@@ -173,7 +190,15 @@ pub async fn send(
                         if reason.as_deref() != Some("Conflict") {
                             return Ok(Response::from_parts(parts, Body::from(bytes)));
                         }
-                        settings.backoff(attempt)
+                        let (spare_parts, spare_body) = spare.into_parts();
+                        let sent = spare_body.collect_bytes().await?;
+                        if carries_precondition(&sent) {
+                            return Ok(Response::from_parts(parts, Body::from(bytes)));
+                        }
+                        tokio::time::sleep(settings.backoff(attempt)).await;
+                        request = Request::from_parts(spare_parts, Body::from(sent));
+                        attempt += 1;
+                        continue;
                     }
                 }
             }
@@ -249,6 +274,27 @@ mod tests {
         assert_eq!(c(409, None), Verdict::Inspect409);
         for code in [200, 201, 400, 401, 403, 404, 410, 422] {
             assert_eq!(c(code, None), Verdict::Done, "{code}");
+        }
+    }
+
+    #[test]
+    fn a_precondition_is_seen_in_delete_options_and_in_objects() {
+        for body in [
+            r#"{"kind":"DeleteOptions","preconditions":{"uid":"u1"}}"#,
+            r#"{"preconditions":{"resourceVersion":"7"}}"#,
+            r#"{"metadata":{"uid":"u1","annotations":{"a":""}}}"#,
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","resourceVersion":"9"}}"#,
+        ] {
+            assert!(carries_precondition(body.as_bytes()), "{body}");
+        }
+        for body in [
+            "",
+            "not json",
+            r#"{"metadata":{"annotations":{"uid":"x"}}}"#,
+            r#"{"kind":"DeleteOptions","propagationPolicy":"Background"}"#,
+            r#"{"metadata":{"uid":null,"resourceVersion":""}}"#,
+        ] {
+            assert!(!carries_precondition(body.as_bytes()), "{body}");
         }
     }
 

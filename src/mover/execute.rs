@@ -96,6 +96,9 @@ pub struct Summary {
     /// Objects created in the target, per `Kind.group`.
     pub created: BTreeMap<String, usize>,
     pub deleted: usize,
+    /// Objects the move meant to delete but found replaced by another of the same name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
     pub kept_in_source: usize,
     pub excluded: Vec<Excluded>,
     /// Objects frozen by `kubectl capi pause` that stay frozen in the target.
@@ -665,7 +668,7 @@ async fn create_one(
         .to_string();
     let target_api = api(target, &t.resource, namespace);
     let object: DynamicObject = serde_json::from_value(body.clone()).expect("valid body");
-    let mut made = true;
+    let made = true;
     let created = match target_api
         .create(
             &PostParams {
@@ -687,7 +690,6 @@ async fn create_one(
                 // dependents need.
                 return Ok((existing.metadata.uid.clone().unwrap_or_default(), false));
             }
-            made = false;
             let mut replacement = object.clone();
             replacement.metadata.uid = existing.metadata.uid.clone();
             replacement.metadata.resource_version = existing.metadata.resource_version.clone();
@@ -722,72 +724,114 @@ async fn create_one(
     Ok((created.metadata.uid.clone().unwrap_or_default(), made))
 }
 
-/// Deletes one object from the source in two writes: one patch that marks it `delete-for-move`
-/// and drops its finalizers (its Cluster is paused, so no controller acts on either), then the
-/// DELETE, which removes it at once. clusterctl strips finalizers after the DELETE instead; the
-/// end state is the same, without the object lingering as Terminating in between. Should
-/// something re-add a finalizer before the DELETE, the answer still carries the object and the
-/// finalizers are stripped again (a finalizer cannot be added once deletion started).
-async fn delete_one(
-    source: &Cluster,
+/// What deleting one object came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deletion {
+    Deleted,
+    /// Nothing had that name any more.
+    AlreadyGone,
+    /// An object of that name with another UID is there now: someone replaced the one this move
+    /// meant. It is left alone.
+    Replaced {
+        found_uid: String,
+    },
+}
+
+/// An object a move left alone, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    pub object: ObjectRef,
+    pub reason: String,
+}
+
+impl Skipped {
+    /// The object that replaced the one `uid` named.
+    fn replaced(object: &ObjectRef, uid: &str, found_uid: &str, which: &str) -> Skipped {
+        Skipped {
+            object: object.clone(),
+            reason: format!(
+                "not deleted: the {which} holds another object of that name (UID {found_uid}, not {uid}); left as is"
+            ),
+        }
+    }
+}
+
+/// Deletes exactly the object with `uid` (every write carries it as a precondition) in two
+/// writes: one patch that marks it `delete-for-move` and drops its finalizers (its Cluster is
+/// paused, so no controller acts on either), then the DELETE, which removes it at once.
+/// clusterctl strips finalizers after the DELETE instead; the end state is the same, without the
+/// object lingering as Terminating in between. Should something re-add a finalizer before the
+/// DELETE, the answer still carries the object and the finalizers are stripped again (a
+/// finalizer cannot be added once deletion started). A failed precondition is never repeated:
+/// the object is read again, and one with another UID is reported, not touched.
+pub async fn delete_one(
+    cluster: &Cluster,
     resource: &ApiResource,
-    object: &DynamicObject,
-) -> Result<()> {
-    let reference = ObjectRef::of(object);
-    let source_api = api(source, resource, &reference.namespace);
-    let has_finalizers = object
-        .metadata
-        .finalizers
-        .as_ref()
-        .is_some_and(|f| !f.is_empty());
-    let mut mark = json!({"metadata": {"annotations": {DELETE_FOR_MOVE_ANNOTATION: ""}}});
-    if has_finalizers {
-        mark["metadata"]["finalizers"] = Value::Null;
-    }
+    reference: &ObjectRef,
+    uid: &str,
+) -> Result<Deletion> {
+    let api = api(cluster, resource, &reference.namespace);
+    let named = reference.kubectl_name();
     let not_found = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
-    match source_api
-        .patch(&reference.name, &params(false), &Patch::Merge(&mark))
-        .await
-    {
-        Err(e) if not_found(&e) => return Ok(()),
-        Err(e) => {
-            return Err(
-                source.api_error(e, &format!("marking {} for move", reference.kubectl_name()))
-            );
-        }
-        Ok(_) => {}
-    }
-    let lingering = match source_api
-        .delete(&reference.name, &DeleteParams::default())
-        .await
-    {
-        Err(e) if not_found(&e) => return Ok(()),
-        Err(e) => {
-            return Err(source.api_error(e, &format!("deleting {}", reference.kubectl_name())));
-        }
-        // The object itself in the answer means it is still there (Terminating).
-        Ok(answer) => answer
-            .left()
-            .and_then(|still_there| still_there.metadata.finalizers)
-            .is_some_and(|f| !f.is_empty()),
-    };
-    if lingering {
-        match source_api
-            .patch(
-                &reference.name,
-                &params(false),
-                &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
-            )
+    // A real server answers a patch whose UID differs with 422 (immutable field), a DELETE with
+    // 409; either way the object is read again.
+    let precondition_failed =
+        |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 409 || s.code == 422);
+    let mut conflicts = 0;
+    loop {
+        let failure = match delete_steps(&api, &reference.name, uid).await {
+            Ok(()) => return Ok(Deletion::Deleted),
+            Err((e, _)) if not_found(&e) => return Ok(Deletion::AlreadyGone),
+            Err((e, _)) if precondition_failed(&e) => e,
+            Err((e, step)) => return Err(cluster.api_error(e, &format!("{step} {named}"))),
+        };
+        let current = api
+            .get_opt(&reference.name)
             .await
-        {
-            Err(e) if !not_found(&e) => {
-                return Err(source.api_error(
-                    e,
-                    &format!("removing finalizers of {}", reference.kubectl_name()),
-                ));
-            }
-            _ => {}
+            .map_err(|e| cluster.api_error(e, &format!("reading {named}")))?;
+        match current.and_then(|o| o.metadata.uid) {
+            None => return Ok(Deletion::AlreadyGone),
+            Some(found_uid) if found_uid != uid => return Ok(Deletion::Replaced { found_uid }),
+            // The same object: the conflict was passing (a concurrent writer). Again, a few times.
+            Some(_) if conflicts < 3 => conflicts += 1,
+            Some(_) => return Err(cluster.api_error(failure, &format!("deleting {named}"))),
         }
+    }
+}
+
+/// The writes of [`delete_one`]; an error names the step it failed in.
+async fn delete_steps(
+    api: &Api<DynamicObject>,
+    name: &str,
+    uid: &str,
+) -> std::result::Result<(), (kube::Error, &'static str)> {
+    let mark = json!({"metadata": {"uid": uid, "finalizers": null,
+        "annotations": {DELETE_FOR_MOVE_ANNOTATION: ""}}});
+    api.patch(name, &params(false), &Patch::Merge(&mark))
+        .await
+        .map_err(|e| (e, "marking for move"))?;
+    let only_this = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    let answer = api
+        .delete(name, &only_this)
+        .await
+        .map_err(|e| (e, "deleting"))?;
+    // The object itself in the answer means it is still there (Terminating).
+    let lingering = answer
+        .left()
+        .and_then(|still_there| still_there.metadata.finalizers)
+        .is_some_and(|f| !f.is_empty());
+    if lingering {
+        let strip = json!({"metadata": {"uid": uid, "finalizers": null}});
+        api.patch(name, &params(false), &Patch::Merge(&strip))
+            .await
+            .map_err(|e| (e, "removing finalizers of"))?;
     }
     Ok(())
 }
@@ -884,6 +928,7 @@ pub async fn run(
             ),
         });
     }
+    journal.journal.sending_group(0);
     journal.stage(Stage::Creating).await?;
     let created = create_groups(
         plan,
@@ -902,48 +947,16 @@ pub async fn run(
     .await?;
     options.stop.check()?;
     journal.stage(Stage::Deleting).await?;
-    let mut deleted = 0;
-    let to_delete = plan
-        .groups
-        .iter()
-        .flatten()
-        .filter(|u| !plan.kept_in_source.contains(*u))
-        .count();
-    progress.begin(Phase::Delete, to_delete);
-    for group in plan.groups.iter().rev() {
-        let jobs = group
-            .iter()
-            .filter(|u| !plan.kept_in_source.contains(*u))
-            .filter_map(|uid| {
-                let node = plan.node(uid);
-                let t = type_of(types, &node.reference)?;
-                let object = fresh.get(uid).cloned()?;
-                Some((uid, node, t, object))
-            });
-        let stop = &options.stop;
-        let answers: Vec<Result<&String>> =
-            stream::iter(jobs.map(|(uid, node, t, object)| async move {
-                stop.check()?;
-                delete_one(source, &t.resource, &object).await?;
-                progress.done(Phase::Delete, &node.reference);
-                Ok::<_, Error>(uid)
-            }))
-            .buffer_unordered(options.concurrency.max(1))
-            .collect()
-            .await;
-        let (done, failure) = successes_and_first_error(answers);
-        for uid in done {
-            deleted += 1;
-            if let Some(entry) = journal.journal.entry_mut(uid) {
-                entry.deleted = true;
-            }
-        }
-        journal.save().await?;
-        if let Some(e) = failure {
-            return Err(e);
-        }
-    }
-    progress.end(Phase::Delete);
+    let deleted = delete_entries(
+        source,
+        journal,
+        |e| (!e.kept_in_source && !e.deleted).then(|| e.uid.clone()),
+        |e| e.deleted = true,
+        "source",
+        (options.concurrency, &options.stop),
+        progress,
+    )
+    .await?;
     journal.stage(Stage::Unpausing).await?;
     set_paused(
         &target.cluster,
@@ -960,12 +973,87 @@ pub async fn run(
         kind: "MoveSummary",
         clusters,
         created: created.per_kind,
-        deleted,
+        deleted: deleted.count,
+        skipped: deleted.skipped,
         kept_in_source: plan.kept_in_source.len(),
         excluded: plan.excluded.clone(),
         frozen_in_target: created.frozen,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// What [`delete_entries`] did.
+pub struct Deleted {
+    pub count: usize,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Deletes from `cluster` (the `which` of the move) the journal entries that `pending` gives a
+/// UID for — exactly that object, see [`delete_one`] — in descending groups, up to
+/// `--concurrency` at once. `record` marks each done entry, and the journal is saved after
+/// every group, also when a sibling failed, so a rerun never repeats or loses a write.
+async fn delete_entries(
+    cluster: &Cluster,
+    journal: &mut JournalFile,
+    pending: impl Fn(&Entry) -> Option<String>,
+    record: impl Fn(&mut Entry),
+    which: &str,
+    (concurrency, stop): (usize, &Stop),
+    progress: &dyn Progress,
+) -> Result<Deleted> {
+    let mut deleted = Deleted {
+        count: 0,
+        skipped: Vec::new(),
+    };
+    let work: Vec<(Entry, String)> = journal
+        .journal
+        .entries
+        .iter()
+        .filter_map(|e| Some((e.clone(), pending(e)?)))
+        .collect();
+    let last_group = work.iter().map(|(e, _)| e.group).max().unwrap_or(0);
+    progress.begin(Phase::Delete, work.len());
+    for group in (0..=last_group).rev() {
+        let jobs = work
+            .iter()
+            .filter(|(e, _)| e.group == group)
+            .map(|(entry, uid)| async move {
+                stop.check()?;
+                let mut reference = entry.object.clone();
+                if !entry.namespaced {
+                    reference.namespace.clear();
+                }
+                let outcome = delete_one(cluster, &entry_resource(entry), &reference, uid).await?;
+                progress.done(Phase::Delete, &entry.object);
+                Ok::<_, Error>((entry, uid, outcome))
+            });
+        let answers: Vec<_> = stream::iter(jobs)
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+        let (done, failure) = successes_and_first_error(answers);
+        for (entry, uid, outcome) in done {
+            match outcome {
+                Deletion::Replaced { found_uid } => {
+                    deleted
+                        .skipped
+                        .push(Skipped::replaced(&entry.object, uid, &found_uid, which))
+                }
+                Deletion::Deleted | Deletion::AlreadyGone => deleted.count += 1,
+            }
+            // Replaced is recorded too: the object this move meant is gone, and a rerun must not
+            // try the one that took its name.
+            if let Some(entry) = journal.journal.entry_mut(&entry.uid) {
+                record(entry);
+            }
+        }
+        journal.save().await?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+    }
+    progress.end(Phase::Delete);
+    Ok(deleted)
 }
 
 /// Splits a group's answers: what succeeded (to journal) and the first error (to end the move
@@ -1049,48 +1137,19 @@ pub async fn finish_from_journal(
     progress: &dyn Progress,
 ) -> Result<Summary> {
     let started = Instant::now();
+    let mut skipped = Vec::new();
     if journal.journal.stage == Stage::Deleting {
-        let groups = journal.journal.entries.iter().map(|e| e.group).max();
-        let remaining = |j: &Journal, group: usize| -> Vec<Entry> {
-            j.entries
-                .iter()
-                .filter(|e| e.group == group && !e.kept_in_source && !e.deleted)
-                .cloned()
-                .collect()
-        };
-        let total = journal
-            .journal
-            .entries
-            .iter()
-            .filter(|e| !e.kept_in_source && !e.deleted)
-            .count();
-        progress.begin(Phase::Delete, total);
-        for group in (0..=groups.unwrap_or(0)).rev() {
-            let done: Vec<String> =
-                stream::iter(remaining(&journal.journal, group).into_iter().map(
-                    |entry| async move {
-                        // Gone, or replaced by a different object of the same name: nothing to do.
-                        if let Some((resource, object)) = read_entry(source, &entry, "source")
-                            .await?
-                            .filter(|(_, o)| o.metadata.uid.as_deref() == Some(entry.uid.as_str()))
-                        {
-                            delete_one(source, &resource, &object).await?;
-                        }
-                        progress.done(Phase::Delete, &entry.object);
-                        Ok::<_, Error>(entry.uid)
-                    },
-                ))
-                .buffer_unordered(concurrency.max(1))
-                .try_collect()
-                .await?;
-            for uid in done {
-                if let Some(entry) = journal.journal.entry_mut(&uid) {
-                    entry.deleted = true;
-                }
-            }
-            journal.save().await?;
-        }
-        progress.end(Phase::Delete);
+        skipped = delete_entries(
+            source,
+            journal,
+            |e| (!e.kept_in_source && !e.deleted).then(|| e.uid.clone()),
+            |e| e.deleted = true,
+            "source",
+            (concurrency, &Stop::default()),
+            progress,
+        )
+        .await?
+        .skipped;
         journal.stage(Stage::Unpausing).await?;
     }
     patch_paused(
@@ -1120,6 +1179,7 @@ pub async fn finish_from_journal(
             .collect(),
         created,
         deleted: journal.journal.entries.iter().filter(|e| e.deleted).count(),
+        skipped,
         kept_in_source: journal
             .journal
             .entries
@@ -1135,43 +1195,30 @@ pub async fn finish_from_journal(
 /// `--rollback`: before deletion started, removes from the target every object this move put
 /// there — descending groups, each marked `delete-for-move` with its finalizers dropped while the
 /// target's Clusters are still paused, so no target controller tears down infrastructure the
-/// source still owns — never one that was there before; then unpauses the source.
+/// source still owns — and only those: each by the UID its create answered with, never one that
+/// was there before or that someone has put in its place since; then unpauses the source.
 pub async fn rollback_from_journal(
     source: &Cluster,
     target: &Cluster,
     journal: &mut JournalFile,
     concurrency: usize,
     progress: &dyn Progress,
-) -> Result<usize> {
-    let removable: Vec<Entry> = journal
-        .journal
-        .entries
-        .iter()
-        .filter(|e| !e.preexisting)
-        .cloned()
-        .collect();
-    let last_group = removable.iter().map(|e| e.group).max().unwrap_or(0);
-    progress.begin(Phase::Delete, removable.len());
-    let mut removed = 0;
-    for group in (0..=last_group).rev() {
-        let jobs = removable
-            .iter()
-            .filter(|e| e.group == group)
-            .map(|entry| async move {
-                let copy = read_entry(target, entry, "target").await?;
-                let found = copy.is_some();
-                if let Some((resource, copy)) = copy {
-                    delete_one(target, &resource, &copy).await?;
-                }
-                progress.done(Phase::Delete, &entry.object);
-                Ok::<_, Error>(usize::from(found))
-            });
-        removed += stream::iter(jobs)
-            .buffer_unordered(concurrency.max(1))
-            .try_fold(0, |n, found| async move { Ok(n + found) })
-            .await?;
-    }
-    progress.end(Phase::Delete);
+) -> Result<Deleted> {
+    claim_unanswered_creates(target, journal, concurrency).await?;
+    let removed = delete_entries(
+        target,
+        journal,
+        |e| {
+            (e.created && !e.preexisting && !e.removed)
+                .then(|| e.target_uid.clone())
+                .flatten()
+        },
+        |e| e.removed = true,
+        "target",
+        (concurrency, &Stop::default()),
+        progress,
+    )
+    .await?;
     patch_paused(
         source,
         &pausable_entries(&journal.journal),
@@ -1182,6 +1229,45 @@ pub async fn rollback_from_journal(
     .await?;
     journal.stage(Stage::RolledBack).await?;
     Ok(removed)
+}
+
+/// A create whose answer was lost (the move was killed while it was in flight) left no target UID
+/// in the journal. The journal says which groups' creates may have been sent; an object of that
+/// name in the target, in such a group, is this move's copy, since the first preflight found
+/// none there. Its UID is recorded, so what follows deletes exactly it.
+async fn claim_unanswered_creates(
+    target: &Cluster,
+    journal: &mut JournalFile,
+    concurrency: usize,
+) -> Result<()> {
+    let Some(last_sent) = journal.journal.creating_group else {
+        return Ok(());
+    };
+    let unanswered: Vec<Entry> = journal
+        .journal
+        .entries
+        .iter()
+        .filter(|e| e.group <= last_sent && !e.preexisting && !e.removed && e.target_uid.is_none())
+        .cloned()
+        .collect();
+    if unanswered.is_empty() {
+        return Ok(());
+    }
+    let found: Vec<(String, Option<String>)> =
+        stream::iter(unanswered.iter().map(|entry| async move {
+            let copy = read_entry(target, entry, "target").await?;
+            Ok::<_, Error>((entry.uid.clone(), copy.and_then(|(_, o)| o.metadata.uid)))
+        }))
+        .buffer_unordered(concurrency.max(1))
+        .try_collect()
+        .await?;
+    for (uid, target_uid) in found {
+        if let (Some(entry), Some(target_uid)) = (journal.journal.entry_mut(&uid), target_uid) {
+            entry.target_uid = Some(target_uid);
+            entry.created = true;
+        }
+    }
+    journal.save().await
 }
 
 /// What creating the groups in the target did.
@@ -1209,7 +1295,7 @@ pub async fn create_groups(
     };
     let mut namespaces: BTreeSet<String> = BTreeSet::new();
     progress.begin(Phase::Create, plan.groups.iter().map(Vec::len).sum());
-    for group in &plan.groups {
+    for (index, group) in plan.groups.iter().enumerate() {
         // Objects of one group never own each other, so they are created in parallel; their
         // owners' target UIDs are all known from the groups before.
         let mut jobs = Vec::new();
@@ -1278,6 +1364,8 @@ pub async fn create_groups(
                 .or_default() += 1;
         }
         if let Some(journal) = journal.as_deref_mut() {
+            // The next group's creates are sent only after this save.
+            journal.journal.sending_group(index + 1);
             journal.save().await?;
         }
         if let Some(e) = failure {

@@ -60,6 +60,9 @@ pub struct Entry {
     pub preexisting: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
+    /// Removed from the target again by a rollback.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +87,10 @@ pub struct Journal {
     pub stage: Stage,
     /// The Clusters and ClusterClasses this move pauses in the source.
     pub paused: Vec<ObjectRef>,
+    /// The highest group whose creates may have been sent (recorded before they are), so that
+    /// a create whose answer was lost is still known to be this move's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creating_group: Option<usize>,
     /// Sorted by source UID, so an entry is found in O(log N) (each carries its group).
     pub entries: Vec<Entry>,
 }
@@ -121,6 +128,7 @@ impl Journal {
                     created: false,
                     preexisting: false,
                     deleted: false,
+                    removed: false,
                 });
             }
         }
@@ -133,6 +141,7 @@ impl Journal {
             clusters,
             stage: Stage::Pausing,
             paused,
+            creating_group: None,
             entries,
         };
         journal.sort();
@@ -210,6 +219,11 @@ impl Journal {
 
     pub fn entry(&self, uid: &str) -> Option<&Entry> {
         Some(&self.entries[self.position(uid)?])
+    }
+
+    /// Records that creates of `group` may be sent from now on (saved before they are).
+    pub fn sending_group(&mut self, group: usize) {
+        self.creating_group = self.creating_group.max(Some(group));
     }
 
     pub fn entry_mut(&mut self, uid: &str) -> Option<&mut Entry> {
@@ -311,6 +325,7 @@ mod tests {
             clusters: vec![],
             stage: Stage::Creating,
             paused: vec![],
+            creating_group: Some(1),
             entries: vec![Entry {
                 object,
                 resource: "secrets".into(),
@@ -322,6 +337,7 @@ mod tests {
                 created: true,
                 preexisting: false,
                 deleted: false,
+                removed: false,
             }],
         }
     }

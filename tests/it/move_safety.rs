@@ -2,7 +2,9 @@
 //! not itself move or create. Each test runs the real binary against sandbox servers and reads
 //! their request logs.
 
-use crate::move_scenarios::{Fixture, MOVE_NS1, World};
+use capi_sandbox::{FaultAction, FaultRule};
+
+use crate::move_scenarios::{CORE, Fixture, KillPoint, MOVE_NS1, World, end_state, kill_at};
 
 /// The plugin's requests to `server` that tried to write (dry runs included; access reviews,
 /// which only ask, are not writes).
@@ -83,4 +85,155 @@ async fn one_cluster_as_source_and_target_is_refused_before_any_write() {
     args.push("--dry-run=server");
     let out = w.plugin(&args).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+/// The one move journal in the world's state directory.
+fn local_journal(w: &World) -> serde_json::Value {
+    let dir = w.state_dir().join("kubectl-capi/moves");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap()
+}
+
+/// Whether the source still holds an object with this UID.
+fn in_source(w: &World, uid: &str) -> bool {
+    w.source
+        .dump()
+        .iter()
+        .any(|o| o["metadata"]["uid"].as_str() == Some(uid))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_never_removes_an_object_someone_put_in_place_of_the_copy() {
+    let f = Fixture::workload(&["w1"]);
+    let w = World::start(&f).await;
+    let source_before = end_state(&w.source);
+    // Killed right after the journal recorded the first group (the Cluster) as created.
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::JournalWrites(3)).await);
+    let copy = w
+        .target
+        .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+        .expect("the Cluster was copied");
+    let journal = local_journal(&w);
+    let entry = journal["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "Cluster")
+        .unwrap();
+    assert_eq!(entry["targetUid"], copy["metadata"]["uid"]);
+    // Someone deletes the copy and makes their own Cluster of that name.
+    capi_sandbox::api::delete(&w.target.client(), CORE, "Cluster", "ns1", "foo")
+        .await
+        .unwrap();
+    let theirs = w
+        .target
+        .load(serde_json::json!({"apiVersion": CORE, "kind": "Cluster",
+            "metadata": {"name": "foo", "namespace": "ns1"}, "spec": {"paused": true}}))
+        .unwrap();
+    assert_ne!(theirs["metadata"]["uid"], copy["metadata"]["uid"]);
+
+    let mut rollback = MOVE_NS1.to_vec();
+    rollback.push("--rollback");
+    let out = w.plugin(&rollback).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cluster.cluster.x-k8s.io/foo: not deleted: the target holds another object of that name"),
+        "{}",
+        out.stderr
+    );
+    let survivor = w
+        .target
+        .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+        .expect("their Cluster survives");
+    assert_eq!(survivor["metadata"]["uid"], theirs["metadata"]["uid"]);
+    let annotations = &survivor["metadata"]["annotations"];
+    assert!(
+        annotations
+            .get("clusterctl.cluster.x-k8s.io/delete-for-move")
+            .is_none(),
+        "not even marked: {annotations}"
+    );
+    // Everything else the move made is gone again, and the source is as it was.
+    let left: Vec<String> = end_state(&w.target)
+        .into_keys()
+        .filter(|k| !k.starts_with("Namespace "))
+        .filter(|k| !k.starts_with("Provider "))
+        .collect();
+    assert_eq!(left, ["Cluster ns1/foo"]);
+    assert_eq!(end_state(&w.source), source_before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_converges() {
+    let f = Fixture::workload(&["w1", "w2", "w3"]);
+    let clean = World::start(&f).await;
+    clean.move_and_check(&["-n", "ns1"]).await;
+    let w = World::start(&f).await;
+    let refuse_delete = |resource: &str, name: &str| {
+        FaultRule::new(FaultAction::Fail {
+            code: 400,
+            retry_after: None,
+        })
+        .verbs(&["delete"])
+        .resource(resource)
+        .name(name)
+        .agent("kubectl-capi/")
+        .times(1)
+    };
+    // The move stops while deleting the Machines; the resume, in the group the Cluster owns.
+    w.source.inject(refuse_delete("machines", "w2"));
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    w.source.inject(refuse_delete("dockerclusters", "foo"));
+    let mut resume = MOVE_NS1.to_vec();
+    resume.push("--resume");
+    let out = w.plugin(&resume).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("dockercluster"), "{}", out.stderr);
+
+    // Every object gone from the source is recorded as deleted, siblings of the failure too.
+    let journal = local_journal(&w);
+    let entries = journal["entries"].as_array().unwrap();
+    let mut pending = 0;
+    for e in entries.iter().filter(|e| e["keptInSource"] != true) {
+        let uid = e["uid"].as_str().unwrap();
+        let recorded = e["deleted"] == true;
+        assert_eq!(recorded, !in_source(&w, uid), "{e}");
+        pending += usize::from(!recorded);
+    }
+    assert!(
+        (2..entries.len() / 2).contains(&pending),
+        "{pending} of {} left: the DockerCluster's siblings went",
+        entries.len()
+    );
+
+    // DELETEs of moved objects (not of the journal's copy).
+    let object_deletes = || {
+        w.source
+            .requests()
+            .iter()
+            .filter(|r| r.verb == "delete" && r.agent.starts_with("kubectl-capi/"))
+            .filter(|r| {
+                r.resource != "configmaps"
+                    || r.name
+                        .as_deref()
+                        .is_some_and(|n| !n.starts_with("kubectl-capi-move-"))
+            })
+            .count()
+    };
+    let before = object_deletes();
+    let out = w.plugin(&resume).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        object_deletes() - before,
+        pending,
+        "only what was left is deleted, once each"
+    );
+    assert_eq!(end_state(&w.target), end_state(&clean.target));
+    assert_eq!(end_state(&w.source), end_state(&clean.source));
 }
