@@ -244,6 +244,11 @@ pub struct MoveArgs {
     /// target (never objects that were there before) and unpause the source.
     #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory", "resume", "freeze", "wait_ready"])]
     pub rollback: bool,
+    /// Update objects that already exist in the target and that this move did not create, as
+    /// clusterctl does (without it the move refuses and lists them). Global objects already
+    /// there are reused either way.
+    #[arg(long, conflicts_with_all = ["to_directory", "rollback"])]
+    pub overwrite_existing: bool,
     /// Writes in flight at once within a move group (objects of one group never own each other).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256), value_name = "N")]
     pub concurrency: u16,

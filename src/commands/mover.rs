@@ -16,8 +16,8 @@ use crate::kube::{Catalog, connect};
 use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
 use crate::mover::execute::{
-    Destination, JournalCopy, JournalFile, RunOptions, Source, Stop, Summary, finish_from_journal,
-    preflight, rollback_from_journal, run as execute, type_of,
+    Destination, JournalCopy, JournalFile, RunOptions, Source, Stop, Summary, ThisMove,
+    finish_from_journal, preflight, rollback_from_journal, run as execute, type_of,
 };
 use crate::mover::graph::Graph;
 use crate::mover::journal::{self, Endpoint, Journal, Stage};
@@ -564,10 +564,6 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             return Ok(ExitStatus::Success);
         }
     }
-    let paused_by_this_move: Vec<ObjectRef> = unfinished
-        .as_ref()
-        .map(|j| j.paused.clone())
-        .unwrap_or_default();
 
     let types = move_types(&source).await?;
     let objects = list_objects(&source, &types, &scope).await?;
@@ -611,9 +607,17 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     let mut plan = plan(graph, &selected);
 
     if let Some(directory) = &args.to_directory {
-        let failures = preflight(&plan, &types, &objects, &source, None, &clusters, &[])
-            .await?
-            .failures;
+        let failures = preflight(
+            &plan,
+            &types,
+            &objects,
+            &source,
+            None,
+            &clusters,
+            &ThisMove::default(),
+        )
+        .await?
+        .failures;
         if !failures.is_empty() {
             eprintln!("error: backup refused by its preflight, nothing was written:");
             for failure in &failures {
@@ -651,7 +655,10 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             &source,
             target.as_ref(),
             &clusters,
-            &paused_by_this_move,
+            &ThisMove {
+                earlier: unfinished.as_ref(),
+                overwrite_existing: args.overwrite_existing,
+            },
         )
         .await
         .map(|p| (p.failures, p.in_target))?
@@ -693,6 +700,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         timeout,
         restore_status: args.restore_status,
         concurrency: usize::from(args.concurrency),
+        overwrite_existing: args.overwrite_existing,
         stop: Stop::default(),
     };
     // Ctrl-C stops at the next safe point: writes in flight finish and are journalled. A second
@@ -733,6 +741,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             Some(before) => {
                 entry.preexisting = before.preexisting;
                 entry.created = before.created;
+                entry.sent = before.sent;
                 entry.target_uid = before.target_uid.clone();
             }
             // Not in the first plan, so not created by this move.

@@ -367,6 +367,15 @@ pub struct Preflight {
     pub in_target: BTreeSet<String>,
 }
 
+/// What the preflight knows of this move beyond its plan.
+#[derive(Default)]
+pub struct ThisMove<'a> {
+    /// The journal of an earlier, interrupted attempt: its own pauses and copies do not block it.
+    pub earlier: Option<&'a Journal>,
+    /// `--overwrite-existing`.
+    pub overwrite_existing: bool,
+}
+
 /// Every check, before any write.
 pub async fn preflight(
     plan: &MovePlan,
@@ -375,8 +384,12 @@ pub async fn preflight(
     source: &Cluster,
     target: Option<&Destination>,
     clusters: &[ObjectRef],
-    paused_by_this_move: &[ObjectRef],
+    this_move: &ThisMove<'_>,
 ) -> Result<Preflight> {
+    let paused_by_this_move = this_move
+        .earlier
+        .map(|j| j.paused.as_slice())
+        .unwrap_or_default();
     let mut failures = Vec::new();
     let mut in_target = BTreeSet::new();
     // clusterctl's preflight and what ready adds, through the same evaluator.
@@ -494,8 +507,17 @@ pub async fn preflight(
     for (uid, node, result) in answers {
         match result {
             Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {
+            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
                 in_target.insert(uid.clone());
+                // Shared by design (reused), or this move's own copy from an earlier attempt.
+                let expected = node.is_global
+                    || node.global_hierarchy
+                    || this_move
+                        .earlier
+                        .is_some_and(|j| j.created_by_this_move(uid));
+                if !expected && !this_move.overwrite_existing {
+                    failures.push(already_exists(&node.reference));
+                }
             }
             Err(kube::Error::Api(s)) => failures.push(format!(
                 "the target cluster rejects {}: {}",
@@ -652,76 +674,112 @@ async fn read_when_unblocked(
     }
 }
 
-/// Creates one object in the target (AlreadyExists: update, or reuse a global one), restores its
-/// managedFields, and returns its target UID.
+/// What a create does when the target already has an object of that name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenExisting {
+    /// Keep it as is and use its UID: a global object (shared by design), a restored one.
+    Reuse,
+    /// It is this move's own copy (made by an earlier attempt, or by this create whose answer
+    /// was lost): use its UID and finish it (managedFields).
+    Adopt,
+    /// `--overwrite-existing`: clusterctl's update (the target's UID and resourceVersion, then a
+    /// full replace).
+    Overwrite,
+    /// It was there before this move: never touch it.
+    Refuse,
+}
+
+/// The refusal for an object that is in the target but not because of this move.
+pub fn already_exists(reference: &ObjectRef) -> String {
+    let place = if reference.namespace.is_empty() {
+        reference.name.clone()
+    } else {
+        format!("{}/{}", reference.namespace, reference.name)
+    };
+    format!(
+        "{} {place} already exists in the target and was not created by this move; delete it there or pass --overwrite-existing",
+        reference.kind
+    )
+}
+
+/// Creates one object in the target (an existing one as `when_existing` says), restores its
+/// managedFields, and returns its target UID and whether this move made it.
 async fn create_one(
     target: &Cluster,
     t: &MoveType,
-    keep_existing: bool,
+    when_existing: WhenExisting,
     body: Value,
     managed: Option<Value>,
-    namespace: &str,
+    reference: &ObjectRef,
 ) -> Result<(String, bool)> {
-    let name = body["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let name = &reference.name;
+    let namespace = if t.info.namespaced {
+        reference.namespace.as_str()
+    } else {
+        ""
+    };
     let target_api = api(target, &t.resource, namespace);
-    let object: DynamicObject = serde_json::from_value(body.clone()).expect("valid body");
-    let made = true;
-    let created = match target_api
-        .create(
-            &PostParams {
-                field_manager: Some(FIELD_MANAGER.into()),
-                ..Default::default()
-            },
-            &object,
-        )
-        .await
-    {
-        Ok(created) => created,
-        Err(kube::Error::Api(s)) if s.code == 409 => {
-            let existing = target_api
-                .get(&name)
-                .await
-                .map_err(|e| target.api_error(e, &format!("reading {name} in the target")))?;
-            if keep_existing {
-                // A global object (or a restored one) already there is kept as is; its UID is what
-                // dependents need.
-                return Ok((existing.metadata.uid.clone().unwrap_or_default(), false));
-            }
-            let mut replacement = object.clone();
-            replacement.metadata.uid = existing.metadata.uid.clone();
-            replacement.metadata.resource_version = existing.metadata.resource_version.clone();
-            target_api
-                .replace(
-                    &name,
-                    &PostParams {
-                        field_manager: Some(FIELD_MANAGER.into()),
-                        ..Default::default()
-                    },
-                    &replacement,
+    let object: DynamicObject = serde_json::from_value(body).expect("valid body");
+    let write = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let (uid, made) = match target_api.create(&write, &object).await {
+        Ok(created) => (created.metadata.uid.unwrap_or_default(), true),
+        Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+            let existing = target_api.get(name).await.map_err(|e| {
+                target.api_error(
+                    e,
+                    &format!("reading {} in the target", reference.kubectl_name()),
                 )
-                .await
-                .map_err(|e| target.api_error(e, &format!("updating {name} in the target")))?
+            })?;
+            let existing_uid = existing.metadata.uid.clone().unwrap_or_default();
+            match when_existing {
+                WhenExisting::Reuse => return Ok((existing_uid, false)),
+                WhenExisting::Refuse => {
+                    return Err(Error::Refused(vec![already_exists(reference)]));
+                }
+                WhenExisting::Adopt => (existing_uid, true),
+                WhenExisting::Overwrite => {
+                    let mut replacement = object;
+                    replacement.metadata.uid = existing.metadata.uid;
+                    replacement.metadata.resource_version = existing.metadata.resource_version;
+                    target_api
+                        .replace(name, &write, &replacement)
+                        .await
+                        .map_err(|e| {
+                            target.api_error(
+                                e,
+                                &format!("updating {} in the target", reference.kubectl_name()),
+                            )
+                        })?;
+                    (existing_uid, false)
+                }
+            }
         }
         Err(e) => {
-            return Err(
-                target.api_error(e, &format!("creating {} {name} in the target", t.info.kind))
-            );
+            return Err(target.api_error(
+                e,
+                &format!("creating {} in the target", reference.kubectl_name()),
+            ));
         }
     };
     if let Some(managed) = managed {
         target_api
             .patch(
-                &name,
+                name,
                 &PatchParams::default(),
                 &Patch::Merge(&json!({"metadata": {"managedFields": managed}})),
             )
             .await
-            .map_err(|e| target.api_error(e, &format!("restoring managedFields of {name}")))?;
+            .map_err(|e| {
+                target.api_error(
+                    e,
+                    &format!("restoring managedFields of {}", reference.kubectl_name()),
+                )
+            })?;
     }
-    Ok((created.metadata.uid.clone().unwrap_or_default(), made))
+    Ok((uid, made))
 }
 
 /// What deleting one object came to.
@@ -852,6 +910,8 @@ pub struct RunOptions {
     pub restore_status: bool,
     /// Writes in flight at once within a move group.
     pub concurrency: usize,
+    /// `--overwrite-existing`: update objects that were in the target before the move.
+    pub overwrite_existing: bool,
     /// Set on Ctrl-C: no new write starts; those in flight finish and are journalled.
     pub stop: Stop,
 }
@@ -885,8 +945,10 @@ type CreateAnswer<'a> = Result<(String, (String, bool), &'a MoveType)>;
 /// How objects are created in the target.
 #[derive(Debug, Clone)]
 pub struct Creating {
-    /// An object already there is updated (a move re-run); otherwise kept with its UID reused.
-    pub update_existing: bool,
+    /// Restoring a backup: an object already in the target is kept, its UID reused.
+    pub keep_existing: bool,
+    /// `--overwrite-existing`: objects that were in the target before the move are updated.
+    pub overwrite_existing: bool,
     pub restore_status: bool,
     /// Creates in flight at once within a group.
     pub concurrency: usize,
@@ -936,7 +998,8 @@ pub async fn run(
         target,
         &fresh,
         Creating {
-            update_existing: true,
+            keep_existing: false,
+            overwrite_existing: options.overwrite_existing,
             restore_status: options.restore_status,
             concurrency: options.concurrency,
             stop: options.stop.clone(),
@@ -1232,22 +1295,19 @@ pub async fn rollback_from_journal(
 }
 
 /// A create whose answer was lost (the move was killed while it was in flight) left no target UID
-/// in the journal. The journal says which groups' creates may have been sent; an object of that
-/// name in the target, in such a group, is this move's copy, since the first preflight found
+/// in the journal. The journal says which creates may have been sent; an object of that name in
+/// the target, for such an entry, is this move's copy, since the first preflight found
 /// none there. Its UID is recorded, so what follows deletes exactly it.
 async fn claim_unanswered_creates(
     target: &Cluster,
     journal: &mut JournalFile,
     concurrency: usize,
 ) -> Result<()> {
-    let Some(last_sent) = journal.journal.creating_group else {
-        return Ok(());
-    };
     let unanswered: Vec<Entry> = journal
         .journal
         .entries
         .iter()
-        .filter(|e| e.group <= last_sent && !e.preexisting && !e.removed && e.target_uid.is_none())
+        .filter(|e| e.sent && !e.preexisting && !e.removed && e.target_uid.is_none())
         .cloned()
         .collect();
     if unanswered.is_empty() {
@@ -1277,8 +1337,10 @@ pub struct Created {
     pub frozen: Vec<ObjectRef>,
 }
 
-/// Creates every group in order. An object already in the target is updated (a move re-run) or,
-/// when restoring a backup (`update_existing` false), kept with its UID reused.
+/// Creates every group in order. An object already in the target is this move's own copy
+/// (adopted), a global or restored one (reused), or one that was there before the move (updated
+/// with `--overwrite-existing`, else refused: the preflight has refused it already, so only an
+/// object that appeared since gets here).
 pub async fn create_groups(
     plan: &MovePlan,
     types: &[MoveType],
@@ -1318,25 +1380,44 @@ pub async fn create_groups(
             if crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION) {
                 created.frozen.push(node.reference.clone());
             }
-            jobs.push((uid, node, t, object, namespace));
+            let when_existing = if node.is_global || node.global_hierarchy || how.keep_existing {
+                WhenExisting::Reuse
+            } else if journal
+                .as_deref()
+                .is_some_and(|j| j.journal.entry(uid).is_some_and(|e| e.preexisting))
+            {
+                if how.overwrite_existing {
+                    WhenExisting::Overwrite
+                } else {
+                    WhenExisting::Refuse
+                }
+            } else {
+                WhenExisting::Adopt
+            };
+            jobs.push((uid, node, t, object, namespace, when_existing));
         }
         let uids = &created.uids;
         let how = &how;
         // Every started create finishes and is journalled, even when another fails or a stop
         // was requested; only then does the first error end the move.
         let answers: Vec<CreateAnswer> = stream::iter(jobs.into_iter().map(
-            |(uid, node, t, object, namespace)| async move {
+            |(uid, node, t, object, namespace, when_existing)| async move {
                 how.stop.check()?;
                 let (body, managed) = target_body(plan, &object, uids);
-                let keep_existing = node.is_global || node.global_hierarchy || !how.update_existing;
                 let status = object
                     .data
                     .get("status")
                     .filter(|s| how.restore_status && t.status && !s.is_null())
                     .cloned();
-                let new_uid =
-                    create_one(&target.cluster, t, keep_existing, body, managed, &namespace)
-                        .await?;
+                let new_uid = create_one(
+                    &target.cluster,
+                    t,
+                    when_existing,
+                    body,
+                    managed,
+                    &node.reference,
+                )
+                .await?;
                 if let Some(status) = status {
                     restore_status(&target.cluster, t, &node.reference, &namespace, status).await?;
                 }
@@ -1451,7 +1532,8 @@ pub async fn restore(
         target,
         &HashMap::new(),
         Creating {
-            update_existing: false,
+            keep_existing: true,
+            overwrite_existing: false,
             restore_status: false,
             concurrency: DEFAULT_CONCURRENCY,
             stop: Stop::default(),

@@ -60,6 +60,10 @@ pub struct Entry {
     pub preexisting: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
+    /// Its create may have been sent (recorded before it is), so that a create whose answer was
+    /// lost is still known to be this move's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sent: bool,
     /// Removed from the target again by a rollback.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub removed: bool,
@@ -87,10 +91,6 @@ pub struct Journal {
     pub stage: Stage,
     /// The Clusters and ClusterClasses this move pauses in the source.
     pub paused: Vec<ObjectRef>,
-    /// The highest group whose creates may have been sent (recorded before they are), so that
-    /// a create whose answer was lost is still known to be this move's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub creating_group: Option<usize>,
     /// Sorted by source UID, so an entry is found in O(log N) (each carries its group).
     pub entries: Vec<Entry>,
 }
@@ -128,6 +128,7 @@ impl Journal {
                     created: false,
                     preexisting: false,
                     deleted: false,
+                    sent: false,
                     removed: false,
                 });
             }
@@ -141,7 +142,6 @@ impl Journal {
             clusters,
             stage: Stage::Pausing,
             paused,
-            creating_group: None,
             entries,
         };
         journal.sort();
@@ -221,9 +221,18 @@ impl Journal {
         Some(&self.entries[self.position(uid)?])
     }
 
-    /// Records that creates of `group` may be sent from now on (saved before they are).
+    /// Whether the object with this source UID may be in the target because of this move: its
+    /// create answered, or was sent for an object the first preflight found absent there.
+    pub fn created_by_this_move(&self, uid: &str) -> bool {
+        self.entry(uid)
+            .is_some_and(|e| e.created || (!e.preexisting && e.sent))
+    }
+
+    /// Records that the creates of `group` may be sent from now on (saved before they are).
     pub fn sending_group(&mut self, group: usize) {
-        self.creating_group = self.creating_group.max(Some(group));
+        for entry in self.entries.iter_mut().filter(|e| e.group == group) {
+            entry.sent = true;
+        }
     }
 
     pub fn entry_mut(&mut self, uid: &str) -> Option<&mut Entry> {
@@ -325,7 +334,6 @@ mod tests {
             clusters: vec![],
             stage: Stage::Creating,
             paused: vec![],
-            creating_group: Some(1),
             entries: vec![Entry {
                 object,
                 resource: "secrets".into(),
@@ -337,6 +345,7 @@ mod tests {
                 created: true,
                 preexisting: false,
                 deleted: false,
+                sent: true,
                 removed: false,
             }],
         }

@@ -4,7 +4,11 @@
 
 use capi_sandbox::{FaultAction, FaultRule};
 
-use crate::move_scenarios::{CORE, Fixture, KillPoint, MOVE_NS1, World, end_state, kill_at};
+use serde_json::json;
+
+use crate::move_scenarios::{
+    CORE, Fixture, INFRA, KillPoint, MOVE_HIERARCHY_LABEL, MOVE_NS1, World, end_state, kill_at,
+};
 
 /// The plugin's requests to `server` that tried to write (dry runs included; access reviews,
 /// which only ask, are not writes).
@@ -236,4 +240,109 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
     );
     assert_eq!(end_state(&w.target), end_state(&clean.target));
     assert_eq!(end_state(&w.source), end_state(&clean.source));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_already_in_the_target_refuse_the_move_unless_overwriting_and_globals_are_reused() {
+    let mut f = Fixture::default();
+    f.crd(
+        "infrastructure.cluster.x-k8s.io",
+        "DockerClusterIdentity",
+        false,
+        MOVE_HIERARCHY_LABEL,
+    );
+    f.cluster("ns1", "foo", false)
+        .add(
+            INFRA,
+            "DockerClusterIdentity",
+            "",
+            "identity1",
+            &[],
+            json!({"spec": {"from": "source"}}),
+        )
+        .add(
+            "v1",
+            "Secret",
+            "capd-system",
+            "identity1-credentials",
+            &[("DockerClusterIdentity", "identity1", false)],
+            json!({}),
+        );
+    let w = World::start(&f).await;
+    // (capd-system is there already: the provider's namespace.)
+    w.target
+        .load(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns1"}}))
+        .unwrap();
+    // Someone's own Secret of the same name, and the shared identity, already in the target.
+    let theirs = w
+        .target
+        .load(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "foo-ca", "namespace": "ns1", "labels": {"owner": "someone-else"}},
+            "stringData": {"tls.crt": "theirs"}}))
+        .unwrap();
+    let identity = w
+        .target
+        .load(json!({"apiVersion": INFRA, "kind": "DockerClusterIdentity",
+            "metadata": {"name": "identity1"}, "spec": {"from": "target"}}))
+        .unwrap();
+    let target_before = end_state(&w.target);
+    let source_before = end_state(&w.source);
+
+    for extra in [&[][..], &["--dry-run=server"]] {
+        let mut args = MOVE_NS1.to_vec();
+        args.extend_from_slice(extra);
+        let out = w.plugin(&args).await;
+        assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("  Secret ns1/foo-ca already exists in the target and was not created by this move; delete it there or pass --overwrite-existing"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            !out.stderr.contains("DockerClusterIdentity identity1"),
+            "a global object already there is expected: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(
+        write_attempts(&w.source)
+            .into_iter()
+            .chain(write_attempts(&w.target))
+            .filter(|w| w.contains("dryRun=false"))
+            .collect::<Vec<_>>(),
+        Vec::<String>::new(),
+        "nothing written"
+    );
+    assert_eq!(end_state(&w.target), target_before);
+    assert_eq!(end_state(&w.source), source_before);
+
+    // With --overwrite-existing, clusterctl's behaviour: the Secret is updated in place.
+    let mut args = MOVE_NS1.to_vec();
+    args.push("--overwrite-existing");
+    let out = w.plugin(&args).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let secret = w.target.object("", "secrets", "ns1", "foo-ca").unwrap();
+    assert_eq!(
+        secret["metadata"]["uid"], theirs["metadata"]["uid"],
+        "updated, not replaced"
+    );
+    assert_eq!(
+        secret["metadata"]["labels"],
+        w.loaded["Secret ns1/foo-ca"]["metadata"]["labels"]
+    );
+    let reused = w
+        .target
+        .object(
+            "infrastructure.cluster.x-k8s.io",
+            "dockerclusteridentitys",
+            "",
+            "identity1",
+        )
+        .unwrap();
+    assert_eq!(reused["metadata"]["uid"], identity["metadata"]["uid"]);
+    assert_eq!(
+        reused["metadata"]["resourceVersion"], identity["metadata"]["resourceVersion"],
+        "not even patched"
+    );
+    assert_eq!(reused["spec"]["from"], "target");
 }
