@@ -70,6 +70,11 @@ async fn run_kubectl(
         .env("PATH", path)
         .env("KUBECONFIG", kubeconfig)
         .env("KUBECACHEDIR", cache)
+        // Move journals stay in the demo's own directory, never the user's state directory.
+        .env(
+            "XDG_STATE_HOME",
+            cache.parent().unwrap_or(cache).join("state"),
+        )
         .stdin(std::process::Stdio::null())
         .stdout(writer.try_clone()?)
         .stderr(writer)

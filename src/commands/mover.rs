@@ -23,6 +23,7 @@ use crate::mover::graph::Graph;
 use crate::mover::journal::{self, Endpoint, Journal, Stage};
 use crate::mover::plan::{Excluded, MovePlan, TreeNode, plan};
 use crate::mover::progress::{Phase, Progress};
+use crate::mover::recovery::{self, Recorded, Records};
 use crate::mover::same_cluster;
 use crate::names::CORE_GROUP;
 use crate::output::table::table;
@@ -496,29 +497,86 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         .as_deref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    // The local journal first; else the copy in the source cluster (a resume from elsewhere).
-    let unfinished = match (&journal_path, &journal_key) {
-        (Some(path), _) if path.exists() => {
-            Some(Journal::load(path)?).filter(|j| !j.stage.finished())
-        }
-        (Some(_), Some(key)) => journal::copy::load(&source, &copy_namespace, key)
+    // What earlier runs of this move recorded, reconciled before anything acts on it.
+    let recorded = match (&journal_path, &journal_key) {
+        (Some(path), Some(key)) => {
+            if args.journal.is_none() {
+                journal::prune_finished(&journal::default_dir());
+            }
+            recovery::recorded(
+                &Records {
+                    path,
+                    source: &source,
+                    copy_namespace: &copy_namespace,
+                    key,
+                },
+                args.rollback,
+            )
             .await?
-            .filter(|j| !j.stage.finished()),
-        _ => None,
+        }
+        _ => Recorded::Nothing,
+    };
+    let mut finished = None;
+    let unfinished = match recorded {
+        Recorded::Nothing => None,
+        Recorded::Interrupted { journal, from_copy } => {
+            if from_copy {
+                printer.info("continuing from the journal's copy in the source cluster");
+            }
+            Some(journal)
+        }
+        Recorded::Finished(record) => {
+            finished = Some(record);
+            None
+        }
+        Recorded::Untrusted(reason) => {
+            return Err(Error::Refused(vec![format!(
+                "{} refused: {reason}",
+                if args.rollback { "rollback" } else { "move" }
+            )]));
+        }
+        Recorded::FinishedElsewhere(stale) => {
+            let path = journal_path.as_deref().expect("records have a path");
+            if args.rollback {
+                return Err(Error::Refused(vec![format!(
+                    "rollback refused: the move recorded in {} (stage: {:?}) was finished from elsewhere — its objects have left the source and its copy there is gone, so the target holds the only copy",
+                    path.display(),
+                    stale.stage
+                )]));
+            }
+            let mut record = stale;
+            record.stage = Stage::Done;
+            journal::save_text(&record.finished_record().to_json(), path)?;
+            printer.info(&format!(
+                "the move recorded in {} was finished from elsewhere: its objects have left the source and its copy there is gone; nothing to do",
+                path.display()
+            ));
+            return Ok(ExitStatus::Success);
+        }
     };
     if args.rollback {
         let (Some(journal), Some(path), Some(target)) = (&unfinished, &journal_path, &target)
         else {
             return Err(Error::Usage(format!(
-                "no interrupted move to roll back: {journal_shown} holds none"
+                "no interrupted move to roll back: {journal_shown} holds none{}",
+                finished_note(finished.as_ref())
             )));
         };
         if journal.stage >= Stage::Deleting {
-            eprintln!(
-                "error: rollback refused: the move already started deleting from the source (stage: {:?}), so the target holds the only copy of those objects; finish it with the same command and --resume",
+            return Err(Error::Refused(vec![format!(
+                "rollback refused: the move already started deleting from the source (stage: {:?}), so the target holds the only copy of those objects; finish it with the same command and --resume",
                 journal.stage
-            );
-            return Ok(ExitStatus::Failure);
+            )]));
+        }
+        // A rollback leaves the source as the only home: every original must be there.
+        let all: Vec<&journal::Entry> = journal.entries.iter().collect();
+        let gone = recovery::originals_gone(&source, &all).await?;
+        if gone > 0 {
+            return Err(Error::Refused(vec![format!(
+                "rollback refused: {gone} of the {} objects {} records are no longer in the source with their recorded UIDs, so the move was continued elsewhere; the target may hold their only copy",
+                all.len(),
+                path.display()
+            )]));
         }
         let mut file = journal_file(path, journal.clone());
         let removed = rollback_from_journal(
@@ -539,7 +597,8 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     }
     if args.resume && unfinished.is_none() {
         return Err(Error::Usage(format!(
-            "no interrupted move to resume: {journal_shown} holds none; run the move without --resume"
+            "no interrupted move to resume: {journal_shown} holds none{}; run the move without --resume",
+            finished_note(finished.as_ref())
         )));
     }
     if let (Some(journal), Some(path)) = (&unfinished, &journal_path) {
@@ -580,19 +639,44 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
                 .is_none_or(|ns| n.reference.namespace == ns)
         })
         .collect();
+    let scope_shown = moved_namespace
+        .as_deref()
+        .map(|ns| format!("namespace {ns}"))
+        .unwrap_or_else(|| "any namespace".into());
     let mut selected = BTreeSet::new();
+    let mut missing = Vec::new();
     for name in &args.clusters {
         let found: Vec<&&crate::mover::graph::Node> = all_clusters
             .iter()
             .filter(|n| &n.reference.name == name)
             .collect();
         if found.is_empty() {
-            return Err(Error::Api {
-                context: "selecting clusters".into(),
-                message: format!("clusters.cluster.x-k8s.io \"{name}\" not found"),
-            });
+            missing.push(format!("\"{name}\""));
         }
         selected.extend(found.iter().map(|n| n.uid.clone()));
+    }
+    // A rerun after the move finished is harmless: it says so and succeeds.
+    if let (Some(record), Some(path), false) = (
+        &finished,
+        &journal_path,
+        missing.is_empty() && !all_clusters.is_empty(),
+    ) {
+        printer.info(&format!(
+            "the move recorded in {} finished at {} ({} objects); nothing left to move in {scope_shown}",
+            path.display(),
+            record.finished_at.as_deref().unwrap_or("an unknown time"),
+            record.objects.unwrap_or_default()
+        ));
+        return Ok(ExitStatus::Success);
+    }
+    if !missing.is_empty() {
+        return Err(Error::Api {
+            context: "selecting clusters".into(),
+            message: format!(
+                "clusters.cluster.x-k8s.io {} not found in {scope_shown}; list them with `kubectl get clusters.cluster.x-k8s.io -A`",
+                missing.join(", ")
+            ),
+        });
     }
     let clusters: Vec<ObjectRef> = all_clusters
         .iter()
@@ -600,9 +684,9 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         .map(|n| n.reference.clone())
         .collect();
     if clusters.is_empty() {
-        return Err(Error::Usage(
-            "no Cluster API Clusters to move; pass -n NAMESPACE or -A".into(),
-        ));
+        // As clusterctl: a scope with nothing to move is not an error.
+        printer.info(&format!("no Cluster API Clusters to move in {scope_shown}"));
+        return Ok(ExitStatus::Success);
     }
     let mut plan = plan(graph, &selected);
 
@@ -731,6 +815,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         moved_namespace.clone(),
         args.clusters.clone(),
     );
+    journal.attempt = unfinished.as_ref().map_or(0, |earlier| earlier.attempt + 1);
     // What was in the target before the move is known from the first attempt's preflight only:
     // later attempts find their own earlier creations there.
     for entry in &mut journal.entries {
@@ -790,6 +875,23 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     };
     print_summary(args, settings, printer, &summary);
     Ok(ExitStatus::Success)
+}
+
+/// `" (the move it records finished at T)"`, for messages about a finished record.
+fn finished_note(finished: Option<&Journal>) -> String {
+    finished
+        .map(|j| {
+            format!(
+                " (the move it records {} at {})",
+                if j.stage == Stage::RolledBack {
+                    "was rolled back"
+                } else {
+                    "finished"
+                },
+                j.finished_at.as_deref().unwrap_or("an unknown time")
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// Objects a move or rollback left alone because another object had taken their name.

@@ -102,6 +102,10 @@ pub async fn list_objects(
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut push =
         |object: DynamicObject, info: &TypeInfo, out: &mut Vec<(Arc<DynamicObject>, TypeInfo)>| {
+            // A move's own journal copy is never part of a move.
+            if crate::mover::journal::copy::is_journal(&object) {
+                return;
+            }
             if seen.insert(object.metadata.uid.clone().unwrap_or_default()) {
                 out.push((Arc::new(object), info.clone()));
             }

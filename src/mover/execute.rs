@@ -52,25 +52,30 @@ pub struct JournalCopy {
 
 impl JournalFile {
     pub async fn save(&mut self) -> Result<()> {
+        if self.journal.stage.finished() {
+            // A finished move leaves a short record (so a rerun can say it finished) and no
+            // copy in the cluster.
+            journal::save_text(&self.journal.finished_record().to_json(), &self.path)?;
+            if let Some(copy) = &mut self.copy {
+                journal::copy::remove(&copy.cluster, &copy.namespace, &copy.key).await?;
+                copy.written = Some(Vec::new());
+            }
+            return Ok(());
+        }
         // Serialised once for both places.
         let text = self.journal.to_json();
         journal::save_text(&text, &self.path)?;
         if let Some(copy) = &mut self.copy {
-            if self.journal.stage.finished() {
-                journal::copy::remove(&copy.cluster, &copy.namespace, &copy.key).await?;
-                copy.written = Some(Vec::new());
-            } else {
-                copy.written = Some(
-                    journal::copy::save(
-                        &copy.cluster,
-                        &copy.namespace,
-                        &copy.key,
-                        &text,
-                        copy.written.as_ref(),
-                    )
-                    .await?,
-                );
-            }
+            copy.written = Some(
+                journal::copy::save(
+                    &copy.cluster,
+                    &copy.namespace,
+                    &copy.key,
+                    &text,
+                    copy.written.as_ref(),
+                )
+                .await?,
+            );
         }
         Ok(())
     }
@@ -1158,7 +1163,7 @@ fn pausable_entries(journal: &Journal) -> Vec<(ApiResource, ObjectRef)> {
 
 /// A journal entry's object, read by name in `cluster` (the `source` or `target`, for the
 /// message), with its API resource; `None` when there is none.
-async fn read_entry(
+pub(crate) async fn read_entry(
     cluster: &Cluster,
     entry: &Entry,
     which: &str,

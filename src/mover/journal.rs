@@ -91,6 +91,16 @@ pub struct Journal {
     pub stage: Stage,
     /// The Clusters and ClusterClasses this move pauses in the source.
     pub paused: Vec<ObjectRef>,
+    /// Which run of the move wrote this: 0 for the first, one more for each rerun that planned
+    /// it again, so the newer of two records is known even though a rerun starts its stages over.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: u32,
+    /// When the move finished or was rolled back (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// How many objects a finished move had; its record keeps no entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects: Option<usize>,
     /// Sorted by source UID, so an entry is found in O(log N) (each carries its group).
     pub entries: Vec<Entry>,
 }
@@ -142,6 +152,9 @@ impl Journal {
             clusters,
             stage: Stage::Pausing,
             paused,
+            attempt: 0,
+            finished_at: None,
+            objects: None,
             entries,
         };
         journal.sort();
@@ -221,6 +234,46 @@ impl Journal {
         Some(&self.entries[self.position(uid)?])
     }
 
+    /// The short record a finished move leaves: what, between which clusters, when — no
+    /// entries.
+    pub fn finished_record(&self) -> Journal {
+        Journal {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            source: self.source.clone(),
+            target: self.target.clone(),
+            namespace: self.namespace.clone(),
+            clusters: self.clusters.clone(),
+            stage: self.stage,
+            paused: Vec::new(),
+            attempt: self.attempt,
+            finished_at: Some(self.finished_at.clone().unwrap_or_else(|| {
+                jiff::Timestamp::now()
+                    .round(jiff::Unit::Second)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default()
+            })),
+            objects: Some(self.objects.unwrap_or(self.entries.len())),
+            entries: Vec::new(),
+        }
+    }
+
+    /// How far the move got: its run, its stage, then how many writes it recorded. Of two
+    /// records of one move, the one further along is the truth.
+    pub fn progress(&self) -> (u32, Stage, usize) {
+        let writes = self
+            .entries
+            .iter()
+            .map(|e| {
+                usize::from(e.sent)
+                    + usize::from(e.created)
+                    + usize::from(e.deleted)
+                    + usize::from(e.removed)
+            })
+            .sum();
+        (self.attempt, self.stage, writes)
+    }
+
     /// Whether the object with this source UID may be in the target because of this move: its
     /// create answered, or was sent for an object the first preflight found absent there.
     pub fn created_by_this_move(&self, uid: &str) -> bool {
@@ -241,6 +294,10 @@ impl Journal {
     }
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// Writes a journal's JSON ([`Journal::to_json`]) to `path` as [`Journal::save`] does.
 pub fn save_text(text: &str, path: &Path) -> Result<()> {
     let fail = |e: std::io::Error| {
@@ -259,6 +316,32 @@ pub fn save_text(text: &str, path: &Path) -> Result<()> {
         file.sync_all().map_err(fail)?;
     }
     std::fs::rename(&temporary, path).map_err(fail)
+}
+
+/// How long the record of a finished move is kept.
+pub const FINISHED_RECORDS_KEPT: std::time::Duration =
+    std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// Removes the records of moves that finished longer ago than [`FINISHED_RECORDS_KEPT`] from
+/// `dir` (files it cannot read or that hold an unfinished move are left alone).
+pub fn prune_finished(dir: &Path) {
+    let Ok(files) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for path in files.flatten().map(|f| f.path()) {
+        let is_journal = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("move-") && n.ends_with(".json"));
+        let old = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > FINISHED_RECORDS_KEPT);
+        if is_journal && old && Journal::load(&path).is_ok_and(|j| j.stage.finished()) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// `$XDG_STATE_HOME/kubectl-capi/moves`, else `~/.local/state/kubectl-capi/moves`.
@@ -334,6 +417,9 @@ mod tests {
             clusters: vec![],
             stage: Stage::Creating,
             paused: vec![],
+            attempt: 0,
+            finished_at: None,
+            objects: None,
             entries: vec![Entry {
                 object,
                 resource: "secrets".into(),
@@ -433,6 +519,16 @@ pub mod copy {
     const SHARD_LABEL: &str = "kubectl-capi.dev/move-journal-shard";
     /// Characters of journal JSON per ConfigMap: a quarter of the 1 MiB limit.
     pub const SHARD_SIZE: usize = 256 * 1024;
+
+    /// Whether `object` is a slice of some move's journal copy.
+    pub fn is_journal(object: &kube::api::DynamicObject) -> bool {
+        object.types.as_ref().is_none_or(|t| t.kind == "ConfigMap")
+            && object
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(LABEL))
+    }
 
     /// The namespace the copy lives in.
     pub fn namespace(moved: Option<&str>) -> String {

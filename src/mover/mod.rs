@@ -8,6 +8,7 @@ pub mod graph;
 pub mod journal;
 pub mod plan;
 pub mod progress;
+pub mod recovery;
 pub mod same_cluster;
 #[cfg(test)]
 mod scenarios;

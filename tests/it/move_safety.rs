@@ -346,3 +346,215 @@ async fn objects_already_in_the_target_refuse_the_move_unless_overwriting_and_gl
     );
     assert_eq!(reused["spec"]["from"], "target");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_run_again_after_it_finished_succeeds_without_a_write() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let named = [
+        "move",
+        "foo",
+        "--context",
+        "source",
+        "--to-context",
+        "target",
+        "-n",
+        "ns1",
+    ];
+    let out = w.plugin(&named).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let journal = local_journal(&w);
+    assert_eq!(journal["stage"], "done");
+    assert!(
+        journal["finishedAt"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{journal}"
+    );
+    assert_eq!(
+        journal["entries"],
+        json!([]),
+        "a finished move keeps a short record"
+    );
+
+    let before = w.writes_per_server();
+    for _ in 0..2 {
+        let out = w.plugin(&named).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("finished at ")
+                && out.stderr.contains("nothing left to move in namespace ns1"),
+            "{}",
+            out.stderr
+        );
+    }
+    // From another machine (no local record): nothing to move, not an error.
+    let out = w
+        .command(&MOVE_NS1)
+        .env("XDG_STATE_HOME", w.dir.path().join("elsewhere"))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("no Cluster API Clusters to move in namespace ns1")
+    );
+    assert!(
+        w.writes_since(before).is_empty(),
+        "{:?}",
+        w.writes_since(before)
+    );
+    // A name that never existed is still an error that names the namespace searched.
+    let out = w
+        .plugin(&[
+            "move",
+            "nope",
+            "--context",
+            "source",
+            "--to-context",
+            "target",
+            "-n",
+            "ns1",
+        ])
+        .await;
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("\"nope\" not found in namespace ns1"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_journal_of_a_move_finished_elsewhere_is_never_acted_on() {
+    let f = Fixture::workload(&["w1", "w2"]);
+    let clean = World::start(&f).await;
+    clean.move_and_check(&["-n", "ns1"]).await;
+    let w = World::start(&f).await;
+    // Killed while creating (after the first group was recorded).
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::JournalWrites(4)).await);
+    assert_eq!(local_journal(&w)["stage"], "creating");
+    // The journal's copy is in the source, and it is never part of a plan.
+    let plan = w.plan(&["-n", "ns1"]).await;
+    assert!(
+        !format!("{plan:?}").contains("kubectl-capi-move-"),
+        "{plan:?}"
+    );
+    let out = w
+        .plugin(&[
+            "move",
+            "--context",
+            "source",
+            "--to-context",
+            "target",
+            "-n",
+            "ns1",
+            "--dry-run=server",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert!(!out.stdout.contains("kubectl-capi-move-"), "{}", out.stdout);
+
+    // Finished from another machine, which continues from the copy in the source.
+    let elsewhere = w.dir.path().join("elsewhere");
+    let out = w
+        .command(&MOVE_NS1)
+        .env("XDG_STATE_HOME", &elsewhere)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("continuing from the journal's copy in the source cluster"),
+        "{stderr}"
+    );
+    assert_eq!(end_state(&w.target), end_state(&clean.target));
+
+    // Back on the first machine, with its stale journal.
+    let before = w.writes_per_server();
+    let mut rollback = MOVE_NS1.to_vec();
+    rollback.push("--rollback");
+    let out = w.plugin(&rollback).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("rollback refused: the move recorded in")
+            && out.stderr.contains("was finished from elsewhere"),
+        "{}",
+        out.stderr
+    );
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("was finished from elsewhere"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        w.writes_since(before).is_empty(),
+        "{:?}",
+        w.writes_since(before)
+    );
+    assert_eq!(
+        end_state(&w.target),
+        end_state(&clean.target),
+        "the target is intact"
+    );
+    assert_eq!(end_state(&w.source), end_state(&clean.source));
+    // The stale journal became the record of a finished move.
+    assert_eq!(local_journal(&w)["stage"], "done");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_refuses_a_local_journal_behind_the_copy_in_the_source() {
+    let f = Fixture::workload(&["w1", "w2"]);
+    let w = World::start(&f).await;
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::JournalWrites(3)).await);
+    let stale = local_journal(&w);
+    // Continued from elsewhere, and killed again further along.
+    let elsewhere = w.dir.path().join("elsewhere");
+    let mut command = w.command(&MOVE_NS1);
+    command.env("XDG_STATE_HOME", &elsewhere);
+    let child = command.spawn().unwrap();
+    let start = w.writes_per_server();
+    let mut child = child;
+    while w
+        .writes_since(start)
+        .iter()
+        .filter(|r| r.resource != "configmaps")
+        .count()
+        < 6
+    {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "killed before it finished"
+        );
+        tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    assert_eq!(
+        local_journal(&w),
+        stale,
+        "the first machine's journal is behind"
+    );
+
+    let target_before = end_state(&w.target);
+    let mut rollback = MOVE_NS1.to_vec();
+    rollback.push("--rollback");
+    let out = w.plugin(&rollback).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the move was continued elsewhere"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(end_state(&w.target), target_before);
+}
