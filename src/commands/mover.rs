@@ -17,7 +17,8 @@ use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
 use crate::mover::execute::{
     Destination, JournalCopy, JournalFile, RunOptions, Source, Stop, Summary, ThisMove,
-    finish_from_journal, preflight, rollback_from_journal, run as execute, type_of,
+    finish_from_journal, preflight, remove_namespaces, rollback_from_journal, run as execute,
+    type_of,
 };
 use crate::mover::graph::Graph;
 use crate::mover::journal::{self, Endpoint, Journal, Stage};
@@ -729,8 +730,8 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         ));
         return Ok(ExitStatus::Success);
     }
-    let (failures, in_target) = if dry_run == DryRun::Client {
-        (Vec::new(), BTreeSet::new())
+    let (failures, in_target, made_namespaces) = if dry_run == DryRun::Client {
+        (Vec::new(), BTreeSet::new(), Vec::new())
     } else {
         preflight(
             &plan,
@@ -742,10 +743,11 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             &ThisMove {
                 earlier: unfinished.as_ref(),
                 overwrite_existing: args.overwrite_existing,
+                journal_namespace: Some(&copy_namespace),
             },
         )
         .await
-        .map(|p| (p.failures, p.in_target))?
+        .map(|p| (p.failures, p.in_target, p.made_namespaces))?
     };
 
     let structured = matches!(settings.output, OutputFormat::Json | OutputFormat::Yaml);
@@ -760,6 +762,10 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         return Ok(ExitStatus::Failure);
     }
     if dry_run != DryRun::None {
+        // A dry run leaves nothing behind, not even the namespaces its checks needed.
+        if let Some(target) = &target {
+            remove_namespaces(&target.cluster, &made_namespaces).await;
+        }
         let report = plan_report(&plan, &clusters, Vec::new());
         if structured {
             printer.data(&printer.structured(&report));
@@ -785,6 +791,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         restore_status: args.restore_status,
         concurrency: usize::from(args.concurrency),
         overwrite_existing: args.overwrite_existing,
+        made_namespaces,
         stop: Stop::default(),
     };
     // Ctrl-C stops at the next safe point: writes in flight finish and are journalled. A second

@@ -261,9 +261,22 @@ async fn check_permissions(
     types: &[MoveType],
     source: &Cluster,
     target: &Cluster,
+    this_move: &ThisMove<'_>,
     failures: &mut Vec<String>,
 ) -> Result<()> {
     let mut needed: BTreeSet<(bool, &'static str, String, String, String)> = BTreeSet::new();
+    // The journal's copy: written at every step, read to resume, removed at the end.
+    if let Some(namespace) = this_move.journal_namespace {
+        for verb in ["get", "list", "create", "patch", "delete"] {
+            needed.insert((
+                true,
+                verb,
+                String::new(),
+                "configmaps".into(),
+                namespace.into(),
+            ));
+        }
+    }
     for uid in plan.groups.iter().flatten() {
         let node = plan.node(uid);
         let Some(t) = type_of(types, &node.reference) else {
@@ -283,8 +296,15 @@ async fn check_permissions(
                 needed.insert((true, verb, group.clone(), resource.clone(), ns.clone()));
             }
         }
-        for verb in ["create", "get", "patch", "update"] {
+        // A shared ClusterClass stays in the source, but is paused there while the move runs.
+        if is_pausable(&node.reference) {
+            needed.insert((true, "patch", group.clone(), resource.clone(), ns.clone()));
+        }
+        for verb in ["create", "get", "patch"] {
             needed.insert((false, verb, group.clone(), resource.clone(), ns.clone()));
+        }
+        if this_move.overwrite_existing {
+            needed.insert((false, "update", group.clone(), resource.clone(), ns.clone()));
         }
         if !ns.is_empty() {
             needed.insert((
@@ -328,8 +348,39 @@ async fn check_permissions(
     Ok(())
 }
 
-/// Ensures a namespace exists in the target; returns whether it was created.
-async fn ensure_namespace(target: &Cluster, namespace: &str) -> Result<bool> {
+/// A namespace a move created in the target, by name and UID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MadeNamespace {
+    pub name: String,
+    pub uid: String,
+}
+
+fn namespaces_api(cluster: &Cluster) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("", "v1", "Namespace"),
+        "namespaces",
+    );
+    Api::all_with(cluster.client.clone(), &resource)
+}
+
+/// Removes namespaces this move created and wrote nothing into (each by its UID, so one made
+/// anew by someone else since stays). Best effort: a leftover empty namespace is harmless.
+pub async fn remove_namespaces(target: &Cluster, made: &[MadeNamespace]) {
+    let api = namespaces_api(target);
+    for namespace in made {
+        let only_this = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: Some(namespace.uid.clone()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let _ = api.delete(&namespace.name, &only_this).await;
+    }
+}
+
+/// Ensures a namespace exists in the target; returns it if this call created it.
+async fn ensure_namespace(target: &Cluster, namespace: &str) -> Result<Option<MadeNamespace>> {
     let resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("", "v1", "Namespace"),
         "namespaces",
@@ -341,7 +392,7 @@ async fn ensure_namespace(target: &Cluster, namespace: &str) -> Result<bool> {
         .map_err(|e| target.api_error(e, "reading namespaces"))?
         .is_some()
     {
-        return Ok(false);
+        return Ok(None);
     }
     let object: DynamicObject = serde_json::from_value(
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
@@ -357,8 +408,11 @@ async fn ensure_namespace(target: &Cluster, namespace: &str) -> Result<bool> {
         )
         .await
     {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+        Ok(made) => Ok(Some(MadeNamespace {
+            name: namespace.to_string(),
+            uid: made.metadata.uid.unwrap_or_default(),
+        })),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
         Err(e) => Err(target.api_error(e, &format!("creating namespace {namespace}"))),
     }
 }
@@ -370,6 +424,10 @@ pub struct Preflight {
     /// Objects (source UIDs) that already exist in the target, from the dry-run creates: a
     /// rollback must never remove them.
     pub in_target: BTreeSet<String>,
+    /// Namespaces the dry runs needed and the preflight created in the target (when it
+    /// passed): to remove again if the move writes nothing into them (a dry run, a stop before
+    /// the first create).
+    pub made_namespaces: Vec<MadeNamespace>,
 }
 
 /// What the preflight knows of this move beyond its plan.
@@ -379,6 +437,8 @@ pub struct ThisMove<'a> {
     pub earlier: Option<&'a Journal>,
     /// `--overwrite-existing`.
     pub overwrite_existing: bool,
+    /// Where the journal's copy is kept in the source (its ConfigMaps need permissions too).
+    pub journal_namespace: Option<&'a str>,
 }
 
 /// Every check, before any write.
@@ -432,6 +492,7 @@ pub async fn preflight(
         return Ok(Preflight {
             failures,
             in_target,
+            made_namespaces: Vec::new(),
         });
     };
     // The target must serve every kind to move at the version it is stored in here.
@@ -464,11 +525,20 @@ pub async fn preflight(
         }
     }
     check_providers(source, &target.cluster, &mut failures).await;
-    check_permissions(plan, types, source, &target.cluster, &mut failures).await?;
+    check_permissions(
+        plan,
+        types,
+        source,
+        &target.cluster,
+        this_move,
+        &mut failures,
+    )
+    .await?;
     if !failures.is_empty() {
         return Ok(Preflight {
             failures,
             in_target,
+            made_namespaces: Vec::new(),
         });
     }
     // A server-side dry run of every create, so schema and webhook rejections surface now.
@@ -476,11 +546,8 @@ pub async fn preflight(
     let mut seen_namespaces = BTreeSet::new();
     for uid in plan.groups.iter().flatten() {
         let namespace = &plan.node(uid).reference.namespace;
-        if !namespace.is_empty()
-            && seen_namespaces.insert(namespace.clone())
-            && ensure_namespace(&target.cluster, namespace).await?
-        {
-            created_namespaces.push(namespace.clone());
+        if !namespace.is_empty() && seen_namespaces.insert(namespace.clone()) {
+            created_namespaces.extend(ensure_namespace(&target.cluster, namespace).await?);
         }
     }
     let dry_runs = plan.groups.iter().flatten().filter_map(|uid| {
@@ -537,18 +604,13 @@ pub async fn preflight(
         }
     }
     if !failures.is_empty() {
-        let resource = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("", "v1", "Namespace"),
-            "namespaces",
-        );
-        let api: Api<DynamicObject> = Api::all_with(target.cluster.client.clone(), &resource);
-        for namespace in created_namespaces {
-            let _ = api.delete(&namespace, &DeleteParams::default()).await;
-        }
+        remove_namespaces(&target.cluster, &created_namespaces).await;
+        created_namespaces.clear();
     }
     Ok(Preflight {
         failures,
         in_target,
+        made_namespaces: created_namespaces,
     })
 }
 
@@ -841,13 +903,20 @@ pub async fn delete_one(
     // 409; either way the object is read again.
     let precondition_failed =
         |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 409 || s.code == 422);
+    let mut step = DeleteStep::Mark;
     let mut conflicts = 0;
     loop {
-        let failure = match delete_steps(&api, &reference.name, uid).await {
-            Ok(()) => return Ok(Deletion::Deleted),
-            Err((e, _)) if not_found(&e) => return Ok(Deletion::AlreadyGone),
-            Err((e, _)) if precondition_failed(&e) => e,
-            Err((e, step)) => return Err(cluster.api_error(e, &format!("{step} {named}"))),
+        let failure = match delete_step(&api, &reference.name, uid, step).await {
+            Ok(Some(next)) => {
+                step = next;
+                continue;
+            }
+            Ok(None) => return Ok(Deletion::Deleted),
+            Err(e) if not_found(&e) => return Ok(Deletion::AlreadyGone),
+            Err(e) if precondition_failed(&e) => e,
+            Err(e) => {
+                return Err(cluster.api_error(e, &format!("{} {named}", step.describe())));
+            }
         };
         let current = api
             .get_opt(&reference.name)
@@ -856,47 +925,75 @@ pub async fn delete_one(
         match current.and_then(|o| o.metadata.uid) {
             None => return Ok(Deletion::AlreadyGone),
             Some(found_uid) if found_uid != uid => return Ok(Deletion::Replaced { found_uid }),
-            // The same object: the conflict was passing (a concurrent writer). Again, a few times.
+            // The same object: the conflict was passing (a concurrent writer). The same step
+            // again, a few times.
             Some(_) if conflicts < 3 => conflicts += 1,
-            Some(_) => return Err(cluster.api_error(failure, &format!("deleting {named}"))),
+            Some(_) => {
+                return Err(cluster.api_error(failure, &format!("{} {named}", step.describe())));
+            }
         }
     }
 }
 
-/// The writes of [`delete_one`]; an error names the step it failed in.
-async fn delete_steps(
+/// The writes of [`delete_one`], in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DeleteStep {
+    /// Mark `delete-for-move` and drop the finalizers.
+    Mark,
+    Delete,
+    /// Drop finalizers re-added before the DELETE.
+    Strip,
+}
+
+impl DeleteStep {
+    fn describe(self) -> &'static str {
+        match self {
+            DeleteStep::Mark => "marking for move",
+            DeleteStep::Delete => "deleting",
+            DeleteStep::Strip => "removing finalizers of",
+        }
+    }
+}
+
+/// One write of [`delete_one`], each conditional on `uid`; returns the step that follows, if any.
+async fn delete_step(
     api: &Api<DynamicObject>,
     name: &str,
     uid: &str,
-) -> std::result::Result<(), (kube::Error, &'static str)> {
-    let mark = json!({"metadata": {"uid": uid, "finalizers": null,
-        "annotations": {DELETE_FOR_MOVE_ANNOTATION: ""}}});
-    api.patch(name, &params(false), &Patch::Merge(&mark))
-        .await
-        .map_err(|e| (e, "marking for move"))?;
-    let only_this = DeleteParams {
-        preconditions: Some(kube::api::Preconditions {
-            uid: Some(uid.to_string()),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    let answer = api
-        .delete(name, &only_this)
-        .await
-        .map_err(|e| (e, "deleting"))?;
-    // The object itself in the answer means it is still there (Terminating).
-    let lingering = answer
-        .left()
-        .and_then(|still_there| still_there.metadata.finalizers)
-        .is_some_and(|f| !f.is_empty());
-    if lingering {
-        let strip = json!({"metadata": {"uid": uid, "finalizers": null}});
-        api.patch(name, &params(false), &Patch::Merge(&strip))
-            .await
-            .map_err(|e| (e, "removing finalizers of"))?;
+    step: DeleteStep,
+) -> std::result::Result<Option<DeleteStep>, kube::Error> {
+    match step {
+        DeleteStep::Mark => {
+            let mark = json!({"metadata": {"uid": uid, "finalizers": null,
+                "annotations": {DELETE_FOR_MOVE_ANNOTATION: ""}}});
+            api.patch(name, &params(false), &Patch::Merge(&mark))
+                .await?;
+            Ok(Some(DeleteStep::Delete))
+        }
+        DeleteStep::Delete => {
+            let only_this = DeleteParams {
+                preconditions: Some(kube::api::Preconditions {
+                    uid: Some(uid.to_string()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            // The object itself in the answer means it is still there (Terminating).
+            let lingering = api
+                .delete(name, &only_this)
+                .await?
+                .left()
+                .and_then(|still_there| still_there.metadata.finalizers)
+                .is_some_and(|f| !f.is_empty());
+            Ok(lingering.then_some(DeleteStep::Strip))
+        }
+        DeleteStep::Strip => {
+            let strip = json!({"metadata": {"uid": uid, "finalizers": null}});
+            api.patch(name, &params(false), &Patch::Merge(&strip))
+                .await?;
+            Ok(None)
+        }
     }
-    Ok(())
 }
 
 /// The source management cluster, and what move reads there.
@@ -917,6 +1014,9 @@ pub struct RunOptions {
     pub concurrency: usize,
     /// `--overwrite-existing`: update objects that were in the target before the move.
     pub overwrite_existing: bool,
+    /// Namespaces the preflight created in the target: removed again if the move stops before
+    /// its first create.
+    pub made_namespaces: Vec<MadeNamespace>,
     /// Set on Ctrl-C: no new write starts; those in flight finish and are journalled.
     pub stop: Stop,
 }
@@ -974,29 +1074,40 @@ pub async fn run(
     let (types, scope) = (source.types, source.scope);
     let source = source.cluster;
     let started = Instant::now();
-    journal.stage(Stage::Pausing).await?;
-    set_paused(source, plan, types, true, options.concurrency, progress).await?;
-    let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
-    // clusterctl reads each object again before creating it and stops when one is gone; so does
-    // this, before the first create.
-    let vanished: Vec<String> = plan
-        .groups
-        .iter()
-        .flatten()
-        .filter(|uid| !fresh.contains_key(*uid))
-        .map(|uid| plan.node(uid).reference.kubectl_name())
-        .collect();
-    if !vanished.is_empty() {
-        return Err(Error::Api {
-            context: "reading the objects to move".into(),
-            message: format!(
-                "{} left the source after the move was planned; nothing was created — run the move again to plan it anew",
-                vanished.join(", ")
-            ),
-        });
-    }
-    journal.journal.sending_group(0);
-    journal.stage(Stage::Creating).await?;
+    let before_creating = async {
+        journal.stage(Stage::Pausing).await?;
+        set_paused(source, plan, types, true, options.concurrency, progress).await?;
+        let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
+        // clusterctl reads each object again before creating it and stops when one is gone; so
+        // does this, before the first create.
+        let vanished: Vec<String> = plan
+            .groups
+            .iter()
+            .flatten()
+            .filter(|uid| !fresh.contains_key(*uid))
+            .map(|uid| plan.node(uid).reference.kubectl_name())
+            .collect();
+        if !vanished.is_empty() {
+            return Err(Error::Api {
+                context: "reading the objects to move".into(),
+                message: format!(
+                    "{} left the source after the move was planned; nothing was created — run the move again to plan it anew",
+                    vanished.join(", ")
+                ),
+            });
+        }
+        journal.journal.sending_group(0);
+        journal.stage(Stage::Creating).await?;
+        Ok(fresh)
+    };
+    let fresh = match before_creating.await {
+        Ok(fresh) => fresh,
+        Err(e) => {
+            // Nothing was written into the target yet: it is left as it was found.
+            remove_namespaces(&target.cluster, &options.made_namespaces).await;
+            return Err(e);
+        }
+    };
     let created = create_groups(
         plan,
         types,

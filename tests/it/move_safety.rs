@@ -84,11 +84,16 @@ async fn one_cluster_as_source_and_target_is_refused_before_any_write() {
             .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
             .is_some()
     );
-    // The real target is fine.
+    // The real target is fine, and a server-side dry run leaves it as it was: not even the
+    // namespace its dry-run creates needed stays.
+    let target_before = end_state(&w.target);
     let mut args = MOVE_NS1.to_vec();
     args.push("--dry-run=server");
     let out = w.plugin(&args).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("preflight passed"), "{}", out.stderr);
+    assert_eq!(end_state(&w.target), target_before);
+    assert!(w.target.object("", "namespaces", "", "ns1").is_none());
 }
 
 /// The one move journal in the world's state directory.
@@ -557,4 +562,40 @@ async fn a_rollback_refuses_a_local_journal_behind_the_copy_in_the_source() {
         out.stderr
     );
     assert_eq!(end_state(&w.target), target_before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preflight_checks_the_journal_copy_permissions_and_leaves_no_namespace_behind() {
+    let f = Fixture::workload(&["w1"]);
+    for verb in ["create", "patch", "delete"] {
+        let w = World::start(&f).await;
+        w.source.deny(verb, "configmaps");
+        let target_before = end_state(&w.target);
+        let out = w.plugin(&MOVE_NS1).await;
+        assert_eq!(out.code, 1, "{verb}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!(
+                "missing permission in the source cluster: {verb} configmaps in namespace ns1"
+            )),
+            "{verb}: {}",
+            out.stderr
+        );
+        assert!(
+            w.source
+                .mutations()
+                .iter()
+                .all(|r| !r.agent.starts_with("kubectl-capi/"))
+        );
+        assert!(
+            w.target
+                .mutations()
+                .iter()
+                .all(|r| !r.agent.starts_with("kubectl-capi/"))
+        );
+        assert_eq!(
+            end_state(&w.target),
+            target_before,
+            "{verb}: no namespace left"
+        );
+    }
 }

@@ -681,6 +681,10 @@ async fn an_object_deleted_after_planning_stops_the_move_before_any_create() {
             .all(|r| r.resource == "namespaces"),
         "nothing but the namespace was created in the target"
     );
+    assert!(
+        w.target.object("", "namespaces", "", "ns1").is_none(),
+        "and it was removed again"
+    );
     // Run again: planned anew without m2, and moved.
     let again = w.plugin(&args).await;
     assert_eq!(again.code, 0, "{}", again.stderr);
