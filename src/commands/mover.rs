@@ -17,8 +17,8 @@ use crate::model::ObjectRef;
 use crate::mover::discover::{list_objects, move_types};
 use crate::mover::execute::{
     Destination, JournalCopy, JournalFile, RunOptions, Source, Stop, Summary, ThisMove,
-    finish_from_journal, preflight, remove_namespaces, rollback_from_journal, run as execute,
-    type_of,
+    dry_run_creates, finish_from_journal, preflight, remove_namespaces, rollback_from_journal,
+    run as execute, type_of,
 };
 use crate::mover::graph::Graph;
 use crate::mover::journal::{self, Endpoint, Journal, Stage};
@@ -257,7 +257,9 @@ fn plan_text(report: &PlanReport, tree: Option<&[TreeNode]>) -> String {
     out
 }
 
-/// `--from-directory`: restore a backup into the cluster of the connection flags.
+/// `--from-directory`: restore a backup into the cluster of the connection flags, after a
+/// preflight like a move's: every file parses and is served (reading it), every object passes a
+/// server-side dry-run create, and none is already there unless expected.
 async fn restore(
     args: &MoveArgs,
     directory: &std::path::Path,
@@ -268,7 +270,17 @@ async fn restore(
     let cluster = connect(&settings.connection).await?;
     let catalog = Catalog::discover(&cluster).await?;
     let types = move_types(&cluster).await?;
-    let (_, plan) = crate::mover::directory::read(directory, &types)?;
+    let (objects, plan) = crate::mover::directory::read(directory, &types)?;
+    if !objects
+        .iter()
+        .any(|(_, info)| is_cluster_api_group(&info.group))
+    {
+        return Err(Error::Usage(format!(
+            "{} holds no Cluster API objects ({} file(s) read); pass a directory that `kubectl capi move --to-directory` (or clusterctl move --to-directory) wrote",
+            directory.display(),
+            objects.len()
+        )));
+    }
     let clusters: Vec<ObjectRef> = plan
         .graph
         .nodes
@@ -276,17 +288,51 @@ async fn restore(
         .filter(|n| n.reference.kind == "Cluster" && n.reference.group() == CORE_GROUP)
         .map(|n| n.reference.clone())
         .collect();
-    if dry_run != DryRun::None {
+    if dry_run == DryRun::Client {
         printer.data(&plan_text(
             &plan_report(&plan, &clusters, Vec::new()),
             wide_tree(&plan, settings).as_deref(),
         ));
         return Ok(ExitStatus::Success);
     }
+    let checked = dry_run_creates(
+        &plan,
+        &types,
+        &cluster,
+        &ThisMove {
+            overwrite_existing: args.overwrite_existing,
+            ..ThisMove::default()
+        },
+        Vec::new(),
+    )
+    .await?;
+    if let [only] = checked.failures.as_slice() {
+        return Err(Error::Refused(vec![format!(
+            "restore refused by its preflight, nothing was written: {only}"
+        )]));
+    }
+    if !checked.failures.is_empty() {
+        return Err(Error::Refused(checked.failures));
+    }
+    if dry_run == DryRun::Server {
+        remove_namespaces(&cluster, &checked.made_namespaces).await;
+        printer.data(&plan_text(
+            &plan_report(&plan, &clusters, Vec::new()),
+            wide_tree(&plan, settings).as_deref(),
+        ));
+        printer.info("preflight passed: the restore can start now");
+        return Ok(ExitStatus::Success);
+    }
     let target = Destination { cluster, catalog };
-    let created =
-        crate::mover::execute::restore(&plan, &types, &target, &Reporter::new(printer)).await?;
-    let _ = args;
+    let created = crate::mover::execute::restore(
+        &plan,
+        &types,
+        &target,
+        checked,
+        args.overwrite_existing,
+        &Reporter::new(printer),
+    )
+    .await?;
     printer.data(&format!(
         "restored {} objects of {} Cluster(s) from {}\n",
         created.uids.len(),
@@ -294,6 +340,11 @@ async fn restore(
         directory.display()
     ));
     Ok(ExitStatus::Success)
+}
+
+/// `cluster.x-k8s.io` and its provider groups (`infrastructure.cluster.x-k8s.io`, …).
+fn is_cluster_api_group(group: &str) -> bool {
+    group == CORE_GROUP || group.ends_with(".cluster.x-k8s.io")
 }
 
 /// The target's connection: the source's flags with `--to-kubeconfig` and `--to-context`.
@@ -426,6 +477,10 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     let dry_run = DryRun::parse(args.dry_run.as_deref())?;
     if let Some(directory) = &args.from_directory {
         return restore(args, directory, dry_run, settings, printer).await;
+    }
+    // Local paths are checked before anything is read or written in a cluster.
+    if let Some(directory) = &args.to_directory {
+        crate::mover::directory::check_backup_directory(directory)?;
     }
     if args.to_kubeconfig.is_none()
         && args.to_context.is_none()

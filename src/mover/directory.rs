@@ -31,7 +31,54 @@ fn io_error(context: String) -> impl Fn(std::io::Error) -> Error {
     move |e| Error::Usage(format!("{context}: {e}"))
 }
 
-/// Writes every moved object of the plan, as read in `fresh` (after pausing).
+/// Checks `--to-directory` before anything is read or written: it must be absent (it is created
+/// later) or an empty directory, so a backup never mixes with other files nor overwrites one.
+pub fn check_backup_directory(directory: &Path) -> Result<()> {
+    let shown = directory.display();
+    match std::fs::metadata(directory) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::Usage(format!(
+            "cannot use --to-directory {shown}: {e}; pass a new or empty directory"
+        ))),
+        Ok(meta) if !meta.is_dir() => Err(Error::Usage(format!(
+            "--to-directory {shown} is a file, not a directory; pass a new or empty directory"
+        ))),
+        Ok(_) => {
+            let entries = std::fs::read_dir(directory)
+                .map_err(io_error(format!("cannot read --to-directory {shown}")))?
+                .count();
+            if entries > 0 {
+                return Err(Error::Usage(format!(
+                    "--to-directory {shown} is not empty ({entries} entries); pass a new or empty directory, so the backup holds exactly this move's objects"
+                )));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Creates `--to-directory` (0700, as its files may hold credentials) if it is absent; an
+/// existing directory keeps its mode.
+pub fn create_backup_directory(directory: &Path) -> Result<()> {
+    #[cfg(unix)]
+    use std::os::unix::fs::DirBuilderExt;
+    if directory.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    builder.mode(0o700);
+    builder.create(directory).map_err(|e| {
+        Error::Usage(format!(
+            "cannot create --to-directory {}: {e}; pass a directory that can be created",
+            directory.display()
+        ))
+    })
+}
+
+/// Writes every moved object of the plan, as read in `fresh` (after pausing), into a directory
+/// [`create_backup_directory`] made.
 pub fn write(
     directory: &Path,
     plan: &MovePlan,
@@ -39,17 +86,7 @@ pub fn write(
 ) -> Result<usize> {
     use std::io::Write;
     #[cfg(unix)]
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    builder.mode(0o700);
-    builder
-        .create(directory)
-        .map_err(io_error(format!("creating {}", directory.display())))?;
-    #[cfg(unix)]
-    std::fs::set_permissions(directory, std::fs::Permissions::from_mode(0o700))
-        .map_err(io_error(format!("securing {}", directory.display())))?;
+    use std::os::unix::fs::OpenOptionsExt;
     let mut written = 0;
     for uid in plan.groups.iter().flatten() {
         let Some(object) = fresh
@@ -61,7 +98,9 @@ pub fn write(
         };
         let path = directory.join(file_name(&object));
         let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
+        // Never over another file: two objects with one file name (clusterctl's names leave out
+        // the group) must not silently lose one.
+        options.write(true).create_new(true);
         #[cfg(unix)]
         options.mode(0o600);
         let mut file = options

@@ -456,7 +456,7 @@ pub async fn preflight(
         .map(|j| j.paused.as_slice())
         .unwrap_or_default();
     let mut failures = Vec::new();
-    let mut in_target = BTreeSet::new();
+    let in_target = BTreeSet::new();
     // clusterctl's preflight and what ready adds, through the same evaluator.
     let mut by_kind: BTreeMap<(String, String), Vec<Arc<DynamicObject>>> = BTreeMap::new();
     for (object, info) in objects {
@@ -541,13 +541,27 @@ pub async fn preflight(
             made_namespaces: Vec::new(),
         });
     }
-    // A server-side dry run of every create, so schema and webhook rejections surface now.
+    dry_run_creates(plan, types, &target.cluster, this_move, failures).await
+}
+
+/// A server-side dry run of every create in the target, so schema, size and webhook rejections
+/// surface before any write; objects already there are refused unless expected (global, this
+/// move's own, `--overwrite-existing`). The namespaces the dry runs need are created, and removed
+/// again when anything fails.
+pub async fn dry_run_creates(
+    plan: &MovePlan,
+    types: &[MoveType],
+    target: &Cluster,
+    this_move: &ThisMove<'_>,
+    mut failures: Vec<String>,
+) -> Result<Preflight> {
+    let mut in_target = BTreeSet::new();
     let mut created_namespaces = Vec::new();
     let mut seen_namespaces = BTreeSet::new();
     for uid in plan.groups.iter().flatten() {
         let namespace = &plan.node(uid).reference.namespace;
         if !namespace.is_empty() && seen_namespaces.insert(namespace.clone()) {
-            created_namespaces.extend(ensure_namespace(&target.cluster, namespace).await?);
+            created_namespaces.extend(ensure_namespace(target, namespace).await?);
         }
     }
     let dry_runs = plan.groups.iter().flatten().filter_map(|uid| {
@@ -560,7 +574,7 @@ pub async fn preflight(
     let answers: Vec<_> = stream::iter(dry_runs.map(|(uid, node, t, object)| async move {
         let (body, _) = target_body(plan, object, &HashMap::new());
         let object: DynamicObject = serde_json::from_value(body).expect("valid body");
-        let result = api(&target.cluster, &t.resource, &node.reference.namespace)
+        let result = api(target, &t.resource, &node.reference.namespace)
             .create(
                 &PostParams {
                     dry_run: true,
@@ -597,14 +611,12 @@ pub async fn preflight(
                 s.message
             )),
             Err(e) => {
-                return Err(target
-                    .cluster
-                    .api_error(e, "dry-run creating objects in the target"));
+                return Err(target.api_error(e, "dry-run creating objects in the target"));
             }
         }
     }
     if !failures.is_empty() {
-        remove_namespaces(&target.cluster, &created_namespaces).await;
+        remove_namespaces(target, &created_namespaces).await;
         created_namespaces.clear();
     }
     Ok(Preflight {
@@ -756,6 +768,40 @@ pub enum WhenExisting {
     Refuse,
 }
 
+/// clusterctl's update of an object already in the target: its UID and resourceVersion, then a
+/// full replace; a conflict (a controller wrote meanwhile) reads it again, a few times.
+async fn overwrite(
+    target: &Cluster,
+    api: &Api<DynamicObject>,
+    object: DynamicObject,
+    mut existing: DynamicObject,
+    reference: &ObjectRef,
+) -> Result<()> {
+    let write = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let failed = |e| {
+        target.api_error(
+            e,
+            &format!("updating {} in the target", reference.kubectl_name()),
+        )
+    };
+    for attempt in 0.. {
+        let mut replacement = object.clone();
+        replacement.metadata.uid = existing.metadata.uid.clone();
+        replacement.metadata.resource_version = existing.metadata.resource_version.clone();
+        match api.replace(&reference.name, &write, &replacement).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "Conflict" && attempt < 4 => {
+                existing = api.get(&reference.name).await.map_err(failed)?;
+            }
+            Err(e) => return Err(failed(e)),
+        }
+    }
+    unreachable!("the loop returns")
+}
+
 /// The refusal for an object that is in the target but not because of this move.
 pub fn already_exists(reference: &ObjectRef) -> String {
     let place = if reference.namespace.is_empty() {
@@ -808,18 +854,7 @@ async fn create_one(
                 }
                 WhenExisting::Adopt => (existing_uid, true),
                 WhenExisting::Overwrite => {
-                    let mut replacement = object;
-                    replacement.metadata.uid = existing.metadata.uid;
-                    replacement.metadata.resource_version = existing.metadata.resource_version;
-                    target_api
-                        .replace(name, &write, &replacement)
-                        .await
-                        .map_err(|e| {
-                            target.api_error(
-                                e,
-                                &format!("updating {} in the target", reference.kubectl_name()),
-                            )
-                        })?;
+                    overwrite(target, &target_api, object, existing, reference).await?;
                     (existing_uid, false)
                 }
             }
@@ -1050,8 +1085,9 @@ type CreateAnswer<'a> = Result<(String, (String, bool), &'a MoveType)>;
 /// How objects are created in the target.
 #[derive(Debug, Clone)]
 pub struct Creating {
-    /// Restoring a backup: an object already in the target is kept, its UID reused.
-    pub keep_existing: bool,
+    /// Without a journal (a restore): the objects (source UIDs) the preflight found in the
+    /// target.
+    pub preexisting: BTreeSet<String>,
     /// `--overwrite-existing`: objects that were in the target before the move are updated.
     pub overwrite_existing: bool,
     pub restore_status: bool,
@@ -1114,7 +1150,7 @@ pub async fn run(
         target,
         &fresh,
         Creating {
-            keep_existing: false,
+            preexisting: BTreeSet::new(),
             overwrite_existing: options.overwrite_existing,
             restore_status: options.restore_status,
             concurrency: options.concurrency,
@@ -1496,12 +1532,13 @@ pub async fn create_groups(
             if crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION) {
                 created.frozen.push(node.reference.clone());
             }
-            let when_existing = if node.is_global || node.global_hierarchy || how.keep_existing {
+            let was_there = match journal.as_deref() {
+                Some(j) => j.journal.entry(uid).is_some_and(|e| e.preexisting),
+                None => how.preexisting.contains(uid),
+            };
+            let when_existing = if node.is_global || node.global_hierarchy {
                 WhenExisting::Reuse
-            } else if journal
-                .as_deref()
-                .is_some_and(|j| j.journal.entry(uid).is_some_and(|e| e.preexisting))
-            {
+            } else if was_there {
                 if how.overwrite_existing {
                     WhenExisting::Overwrite
                 } else {
@@ -1603,6 +1640,7 @@ pub async fn backup(
     source: &Source<'_>,
     directory: &std::path::Path,
 ) -> Result<usize> {
+    super::directory::create_backup_directory(directory)?;
     set_paused(
         source.cluster,
         plan,
@@ -1634,12 +1672,14 @@ pub async fn backup(
     result
 }
 
-/// `--from-directory`: create every object of a backup in the target (existing ones are kept),
-/// then unpause its Clusters and ClusterClasses there.
+/// `--from-directory`: create every object of a backup in the target (after its preflight,
+/// whose findings `preflight` carries), then unpause its Clusters and ClusterClasses there.
 pub async fn restore(
     plan: &MovePlan,
     types: &[MoveType],
     target: &Destination,
+    preflight: Preflight,
+    overwrite_existing: bool,
     progress: &dyn Progress,
 ) -> Result<Created> {
     let created = create_groups(
@@ -1648,8 +1688,8 @@ pub async fn restore(
         target,
         &HashMap::new(),
         Creating {
-            keep_existing: true,
-            overwrite_existing: false,
+            preexisting: preflight.in_target,
+            overwrite_existing,
             restore_status: false,
             concurrency: DEFAULT_CONCURRENCY,
             stop: Stop::default(),
