@@ -488,6 +488,50 @@ mod tests {
     }
 
     #[test]
+    fn finished_records_are_pruned_after_their_time_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut finished = sample();
+        finished.stage = Stage::Done;
+        let record = finished.finished_record();
+        assert!(record.entries.is_empty() && record.objects == Some(1));
+        assert!(
+            record
+                .finished_at
+                .as_deref()
+                .is_some_and(|t| t.ends_with('Z'))
+        );
+        let old = std::time::SystemTime::now() - FINISHED_RECORDS_KEPT * 2;
+        let files = [
+            ("move-a.json", &record, Some(old)),
+            ("move-b.json", &sample(), Some(old)),
+            ("move-c.json", &record, None),
+            ("other.json", &record, Some(old)),
+        ];
+        for (name, journal, modified) in files {
+            let path = dir.path().join(name);
+            journal.save(&path).unwrap();
+            if let Some(time) = modified {
+                std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_modified(time)
+                    .unwrap();
+            }
+        }
+        prune_finished(dir.path());
+        let left: Vec<bool> = files
+            .iter()
+            .map(|(name, ..)| dir.path().join(name).exists())
+            .collect();
+        assert_eq!(
+            left,
+            [false, true, true, true],
+            "only the old record of a finished move goes"
+        );
+    }
+
+    #[test]
     fn a_broken_journal_is_a_usage_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.json");
@@ -555,8 +599,9 @@ pub mod copy {
         out
     }
 
-    /// Fingerprints of the slices a save wrote, so the next save skips the unchanged ones.
-    pub type Written = Vec<u64>;
+    /// Per slice a save wrote, its fingerprint (so the next save skips unchanged ones) and the
+    /// UID of its ConfigMap (so a delete names exactly it).
+    pub type Written = Vec<(u64, String)>;
 
     fn fingerprint(slice: &str) -> u64 {
         let mut hasher = DefaultHasher::new();
@@ -578,47 +623,80 @@ pub mod copy {
     ) -> Result<Written> {
         let api = configmaps(cluster, namespace);
         let slices = shards(text);
-        let written: Written = slices.iter().map(|s| fingerprint(s)).collect();
-        let changed = slices
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| previous.and_then(|p| p.get(*index)) != Some(&written[*index]));
-        let answers: Vec<Result<()>> = stream::iter(changed.map(|(index, slice)| {
-            let api = &api;
-            async move {
-                let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": name(key, index), "namespace": namespace,
-                        "labels": {LABEL: key, SHARD_LABEL: index.to_string()}},
-                    "data": {"journal": slice}});
-                api.patch(
-                    &name(key, index),
-                    &PatchParams::apply(crate::mover::execute::FIELD_MANAGER).force(),
-                    &Patch::Apply(&body),
-                )
-                .await
-                .map(|_| ())
-                .map_err(|e| cluster.api_error(e, "writing the move journal to the source cluster"))
-            }
-        }))
+        let fingerprints: Vec<u64> = slices.iter().map(|s| fingerprint(s)).collect();
+        let unchanged = |index: usize| {
+            previous
+                .and_then(|p| p.get(index))
+                .filter(|(f, _)| *f == fingerprints[index])
+                .map(|(_, uid)| uid.clone())
+        };
+        let answers: Vec<Result<(usize, String)>> = stream::iter(
+            slices
+                .iter()
+                .enumerate()
+                .filter(|(index, _)| unchanged(*index).is_none())
+                .map(|(index, slice)| {
+                    let api = &api;
+                    async move {
+                        let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": name(key, index), "namespace": namespace,
+                                "labels": {LABEL: key, SHARD_LABEL: index.to_string()}},
+                            "data": {"journal": slice}});
+                        let written = api
+                            .patch(
+                                &name(key, index),
+                                &PatchParams::apply(crate::mover::execute::FIELD_MANAGER).force(),
+                                &Patch::Apply(&body),
+                            )
+                            .await
+                            .map_err(|e| {
+                                cluster
+                                    .api_error(e, "writing the move journal to the source cluster")
+                            })?;
+                        Ok((index, written.metadata.uid.unwrap_or_default()))
+                    }
+                }),
+        )
         .buffer_unordered(crate::mover::execute::DEFAULT_CONCURRENCY)
         .collect()
         .await;
-        answers.into_iter().collect::<Result<Vec<()>>>()?;
-        let stale: Vec<String> = match previous {
+        let mut uids: Vec<Option<String>> = (0..slices.len()).map(unchanged).collect();
+        for answer in answers {
+            let (index, uid) = answer?;
+            uids[index] = Some(uid);
+        }
+        let written: Written = fingerprints
+            .into_iter()
+            .zip(uids)
+            .map(|(f, uid)| (f, uid.unwrap_or_default()))
+            .collect();
+        // Slices left from a longer earlier version, each deleted by its UID.
+        let stale: Vec<(String, String)> = match previous {
             Some(previous) => (slices.len()..previous.len())
-                .map(|n| name(key, n))
+                .map(|n| (name(key, n), previous[n].1.clone()))
                 .collect(),
             None => list_slices(cluster, &api, key)
                 .await?
                 .iter()
                 .filter(|c| shard_of(c).is_some_and(|n| n >= slices.len()))
-                .filter_map(|c| c.metadata.name.clone())
+                .filter_map(|c| Some((c.metadata.name.clone()?, c.metadata.uid.clone()?)))
                 .collect(),
         };
-        for stale in stale {
-            let _ = api.delete(&stale, &DeleteParams::default()).await;
+        for (stale, uid) in stale {
+            let _ = api.delete(&stale, &only(uid)).await;
         }
         Ok(written)
+    }
+
+    /// DeleteOptions that delete exactly the object with `uid`.
+    fn only(uid: String) -> DeleteParams {
+        DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        }
     }
 
     type ConfigMap = k8s_openapi::api::core::v1::ConfigMap;
@@ -665,12 +743,10 @@ pub mod copy {
     pub async fn remove(cluster: &Cluster, namespace: &str, key: &str) -> Result<()> {
         let api = configmaps(cluster, namespace);
         for configmap in list_slices(cluster, &api, key).await? {
-            let _ = api
-                .delete(
-                    configmap.metadata.name.as_deref().unwrap_or_default(),
-                    &DeleteParams::default(),
-                )
-                .await;
+            let (Some(name), Some(uid)) = (configmap.metadata.name, configmap.metadata.uid) else {
+                continue;
+            };
+            let _ = api.delete(&name, &only(uid)).await;
         }
         Ok(())
     }

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::move_scenarios::{
     CORE, Fixture, INFRA, KillPoint, MOVE_HIERARCHY_LABEL, MOVE_NS1, World, end_state, kill_at,
+    plugin_deletes,
 };
 
 /// The plugin's requests to `server` that tried to write (dry runs included; access reviews,
@@ -166,6 +167,12 @@ async fn a_rollback_never_removes_an_object_someone_put_in_place_of_the_copy() {
             .get("clusterctl.cluster.x-k8s.io/delete-for-move")
             .is_none(),
         "not even marked: {annotations}"
+    );
+    assert!(
+        plugin_deletes(&w.target)
+            .iter()
+            .all(|r| r.precondition_uid.is_some()),
+        "every rollback DELETE names its UID"
     );
     // Everything else the move made is gone again, and the source is as it was.
     let left: Vec<String> = end_state(&w.target)

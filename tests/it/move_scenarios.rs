@@ -463,8 +463,17 @@ impl World {
         // At most four writes per moved object (create, managedFields, mark, DELETE), plus the
         // pause and unpause of each Cluster and ClusterClass and the namespaces made.
         // (The journal's copy in the source is a few writes per step, not per object.)
-        let writes: Vec<capi_sandbox::RequestRecord> = self
-            .writes_since(before)
+        let all_writes = self.writes_since(before);
+        // Every DELETE names the UID of what it deletes, the journal copy's included.
+        for r in all_writes.iter().filter(|r| r.verb == "delete") {
+            assert!(
+                r.precondition_uid.is_some(),
+                "DELETE {} {:?} without a UID precondition",
+                r.resource,
+                r.name
+            );
+        }
+        let writes: Vec<capi_sandbox::RequestRecord> = all_writes
             .into_iter()
             .filter(|r| !journal_shard(r))
             .collect();
@@ -548,6 +557,15 @@ impl World {
             );
         }
     }
+}
+
+/// The plugin's DELETE requests to `server`.
+pub fn plugin_deletes(server: &ApiServer) -> Vec<capi_sandbox::RequestRecord> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == "delete" && r.agent.starts_with("kubectl-capi/"))
+        .collect()
 }
 
 /// A write to the journal's copy in the source cluster.
@@ -1540,6 +1558,11 @@ async fn rollback_before_deletion_restores_the_source_and_cleans_the_target() {
         end_state(&w.source),
         source_before,
         "the source as it was, unpaused"
+    );
+    let deletes = plugin_deletes(&w.target);
+    assert!(
+        !deletes.is_empty() && deletes.iter().all(|r| r.precondition_uid.is_some()),
+        "every rollback DELETE names its UID"
     );
     assert_eq!(
         w.plugin(&rollback).await.code,

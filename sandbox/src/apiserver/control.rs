@@ -23,6 +23,8 @@ pub struct RequestRecord {
     pub version: String,
     /// The client's User-Agent (the sandbox's controllers send `capi-sandbox-controllers/…`).
     pub agent: String,
+    /// A DELETE's `preconditions.uid`, so tests can see that a client names what it deletes.
+    pub precondition_uid: Option<String>,
 }
 
 impl RequestRecord {

@@ -370,6 +370,10 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string(),
+        precondition_uid: (parts.method == Method::DELETE)
+            .then(|| serde_json::from_slice::<Value>(&body).ok())
+            .flatten()
+            .and_then(|options| options["preconditions"]["uid"].as_str().map(str::to_string)),
     };
 
     let outcome = serve(
