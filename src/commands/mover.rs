@@ -712,17 +712,16 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         selected.extend(found.iter().map(|n| n.uid.clone()));
     }
     // A rerun after the move finished is harmless: it says so and succeeds.
-    if let (Some(record), Some(path), false) = (
-        &finished,
-        &journal_path,
-        missing.is_empty() && !all_clusters.is_empty(),
-    ) {
-        printer.info(&format!(
+    let finished_here = |path: &std::path::Path, record: &Journal| {
+        format!(
             "the move recorded in {} finished at {} ({} objects); nothing left to move in {scope_shown}",
             path.display(),
             record.finished_at.as_deref().unwrap_or("an unknown time"),
             record.objects.unwrap_or_default()
-        ));
+        )
+    };
+    if let (Some(record), Some(path), false) = (&finished, &journal_path, missing.is_empty()) {
+        printer.info(&finished_here(path, record));
         return Ok(ExitStatus::Success);
     }
     if !missing.is_empty() {
@@ -739,12 +738,22 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         .filter(|n| selected.is_empty() || selected.contains(&n.uid))
         .map(|n| n.reference.clone())
         .collect();
-    if clusters.is_empty() {
+    // Without Cluster names the plan is clusterctl's whole graph for the scope, with or without
+    // Clusters: ClusterClasses, labelled objects, global objects and identities.
+    let mut plan = plan(graph, &selected);
+    // After a finished move, what is left are at most the shared objects it copied and kept.
+    let only_kept = plan
+        .scheduled
+        .iter()
+        .all(|u| plan.kept_in_source.contains(u));
+    if plan.groups.is_empty() || (finished.is_some() && only_kept) {
         // As clusterctl: a scope with nothing to move is not an error.
-        printer.info(&format!("no Cluster API Clusters to move in {scope_shown}"));
+        printer.info(&match (&finished, &journal_path) {
+            (Some(record), Some(path)) => finished_here(path, record),
+            _ => format!("nothing to move in {scope_shown}"),
+        });
         return Ok(ExitStatus::Success);
     }
-    let mut plan = plan(graph, &selected);
 
     if let Some(directory) = &args.to_directory {
         let failures = preflight(

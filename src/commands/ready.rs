@@ -102,22 +102,24 @@ pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<(
         }
         selection.options.clusters.extend(found);
     }
-    if clusters.is_empty() {
-        let where_ = match &selection.fetch.scope {
-            ListScope::Namespace(ns) => format!("namespace \"{ns}\""),
-            ListScope::AllNamespaces => "any namespace".into(),
-        };
-        let selector = selection
-            .fetch
-            .cluster_selector
-            .as_ref()
-            .map(|s| format!(" matching \"{s}\""))
-            .unwrap_or_default();
-        return Err(Error::Usage(format!(
-            "no Cluster API Clusters{selector} in {where_}; pass -n NAMESPACE or -A"
-        )));
-    }
     Ok(())
+}
+
+/// What `ready` says when the scope holds no Cluster: nothing to check, so nothing blocks.
+fn nothing_in_scope(selection: &Selection) -> String {
+    let where_ = match &selection.fetch.scope {
+        ListScope::Namespace(ns) => format!("namespace \"{ns}\""),
+        ListScope::AllNamespaces => "any namespace".into(),
+    };
+    let selector = selection
+        .fetch
+        .cluster_selector
+        .as_ref()
+        .map(|s| format!(" matching \"{s}\""))
+        .unwrap_or_default();
+    format!(
+        "no Cluster API Clusters{selector} in {where_}: nothing blocks a move (pass -n NAMESPACE or -A to check others)"
+    )
 }
 
 fn state_line(report: &Report) -> Vec<String> {
@@ -152,6 +154,17 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
     let mut selection = selection(&cluster, &catalog, settings, &args.clusters, args.strict);
     let snapshot = Snapshot::fetch_with(&cluster, &catalog, &selection.fetch).await?;
     resolve_names(&snapshot, &mut selection)?;
+    if snapshot.of_kind(CORE_GROUP, "Cluster").is_empty() {
+        printer.info(&nothing_in_scope(&selection));
+        if settings.output.is_structured() {
+            printer.data(&render(
+                &evaluate(&snapshot, &selection.options),
+                printer,
+                false,
+            ));
+        }
+        return Ok(ExitStatus::Success);
+    }
     let details = args.details || selection.options.clusters.len() == 1;
     let mut report = evaluate(&snapshot, &selection.options);
     let mut status = if report.ready {

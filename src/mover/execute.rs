@@ -480,13 +480,32 @@ pub async fn preflight(
             .iter()
             .filter(|c| c.status == CheckStatus::Fail)
             // A resumed move's own pause does not block it.
-            .filter(|c| {
-                !(matches!(c.check, "cluster-paused" | "clusterclass-paused")
-                    && paused_by_this_move.contains(&c.object))
-            })
+            .filter(|c| !(c.check == "cluster-paused" && paused_by_this_move.contains(&c.object)))
+            // Paused ClusterClasses are checked over the whole plan below, used or not.
+            .filter(|c| c.check != "clusterclass-paused")
         {
             failures.push(check.message.clone());
         }
+    }
+    // clusterctl's P6, for every ClusterClass that moves (a class no Cluster uses included).
+    let mut paused_classes: Vec<String> = plan
+        .scheduled
+        .iter()
+        .map(|uid| plan.node(uid))
+        .filter(|n| n.reference.kind == "ClusterClass" && n.reference.group() == CORE_GROUP)
+        .filter(|n| !paused_by_this_move.contains(&n.reference))
+        .filter(|n| {
+            n.object
+                .as_ref()
+                .is_some_and(|o| crate::names::is_paused_annotation(o))
+        })
+        .map(|n| format!("{}/{}", n.reference.namespace, n.reference.name))
+        .collect();
+    paused_classes.sort();
+    if !paused_classes.is_empty() {
+        failures.push(crate::names::clusterctl::paused_cluster_classes(
+            &paused_classes.join(", "),
+        ));
     }
     let Some(target) = target else {
         return Ok(Preflight {

@@ -227,7 +227,10 @@ pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Report {
     Report {
         api_version: "kubectl-capi/v1",
         kind: "ReadinessReport",
-        ready: !reports.is_empty() && reports.iter().all(|r| r.ready),
+        // An empty scope blocks nothing (clusterctl moves it); Clusters named but not found are
+        // not ready.
+        ready: reports.iter().all(|r| r.ready)
+            && (options.clusters.is_empty() || !reports.is_empty()),
         clusters: reports,
     }
 }
@@ -428,26 +431,41 @@ fn evaluate_cluster(
                 ),
             );
         }
-        if desired != actual {
+        // A pool's instances need not be Machines: it is held to the replicas its status reports.
+        let unit = if kind == ScalerKind::MachinePool {
+            "replicas"
+        } else {
+            "Machines"
+        };
+        let unprovisioned_pool =
+            kind == ScalerKind::MachinePool && view.replicas.is_none() && desired > 0;
+        if unprovisioned_pool || desired != actual {
             let direction = if desired > actual { "up" } else { "down" };
+            let what = if unprovisioned_pool {
+                format!(
+                    "{} is not yet provisioned (its status reports no replicas; it wants {desired})",
+                    name_of(&view.reference)
+                )
+            } else {
+                format!(
+                    "{} is scaling {direction} ({actual} of {desired} {unit})",
+                    name_of(&view.reference)
+                )
+            };
             match &state {
                 Some(_) => push(
                     "scaling",
                     CheckStatus::Warn,
                     &view.reference,
                     format!(
-                        "{} wants {desired} Machines and has {actual}; it is frozen, so the scale {direction} continues after `kubectl capi resume`, wherever it then lives",
-                        name_of(&view.reference)
+                        "{what}; it is frozen, so the change continues after `kubectl capi resume`, wherever it then lives"
                     ),
                 ),
                 None => push(
                     "scaling",
                     CheckStatus::Fail,
                     &view.reference,
-                    format!(
-                        "{} is scaling {direction} ({actual} of {desired} Machines); freeze its scaling with `kubectl capi pause`",
-                        name_of(&view.reference)
-                    ),
+                    format!("{what}; freeze its scaling with `kubectl capi pause`"),
                 ),
             }
         }
@@ -867,6 +885,47 @@ mod tests {
     }
 
     #[test]
+    fn a_machine_pool_is_held_to_the_replicas_its_status_reports() {
+        both(|v2| {
+            let version = if v2 { "v1beta2" } else { "v1beta1" };
+            let mut f = Fixture::new(v2);
+            f.objects.push(json!({"apiVersion": format!("cluster.x-k8s.io/{version}"), "kind": "MachinePool",
+                "metadata": {"name": "mp", "namespace": "ns", "uid": "mp-uid", "labels": {"cluster.x-k8s.io/cluster-name": "c1"}},
+                "spec": {"clusterName": "c1", "replicas": 3}}));
+            let scaling = |f: &Fixture| -> Vec<String> {
+                failing(&f.report(false))
+                    .into_iter()
+                    .filter(|(c, _)| *c == "scaling")
+                    .map(|(_, m)| m)
+                    .collect()
+            };
+            assert_eq!(
+                scaling(&f),
+                [
+                    "MachinePool ns/mp is not yet provisioned (its status reports no replicas; it wants 3); freeze its scaling with `kubectl capi pause`"
+                ]
+            );
+            f.edit("MachinePool", "mp", |p| {
+                p["status"] = json!({"replicas": 1})
+            });
+            assert_eq!(
+                scaling(&f),
+                [
+                    "MachinePool ns/mp is scaling up (1 of 3 replicas); freeze its scaling with `kubectl capi pause`"
+                ]
+            );
+            f.edit("MachinePool", "mp", |p| {
+                p["status"] = json!({"replicas": 3})
+            });
+            assert!(
+                scaling(&f).is_empty(),
+                "no Machines needed: {:?}",
+                scaling(&f)
+            );
+        });
+    }
+
+    #[test]
     fn machine_set_scaling_and_unacknowledged_freeze() {
         let mut f = Fixture::new(true);
         f.edit("MachineSet", "ms", |s| {
@@ -1006,6 +1065,11 @@ mod tests {
             },
         );
         assert!(!none.ready, "no cluster selected is not ready");
+        let empty = evaluate(&Snapshot::from_objects(Vec::new()), &Options::default());
+        assert!(
+            empty.ready && empty.clusters.is_empty(),
+            "an empty scope blocks nothing"
+        );
         let one = evaluate(
             &snapshot,
             &Options {

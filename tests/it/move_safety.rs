@@ -412,10 +412,7 @@ async fn a_move_run_again_after_it_finished_succeeds_without_a_write() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("no Cluster API Clusters to move in namespace ns1")
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to move in namespace ns1"));
     assert!(
         w.writes_since(before).is_empty(),
         "{:?}",

@@ -302,11 +302,20 @@ async fn selection_errors_and_label_selector() {
         missing.stderr.trim(),
         "error: selecting clusters: clusters.cluster.x-k8s.io \"gamma\" not found"
     );
+    // A scope without Clusters has nothing that blocks a move: said, and exit 0.
     let empty = sandbox.plugin(&["ready"]).await;
-    assert_eq!(empty.code, 2);
+    assert_eq!(empty.code, 0, "{}", empty.stderr);
     assert_eq!(
         empty.stderr.trim(),
-        "error: no Cluster API Clusters in namespace \"default\"; pass -n NAMESPACE or -A"
+        "no Cluster API Clusters in namespace \"default\": nothing blocks a move (pass -n NAMESPACE or -A to check others)"
+    );
+    assert_eq!(empty.stdout, "");
+    let empty = sandbox.plugin(&["ready", "-o", "json"]).await;
+    assert_eq!(empty.code, 0, "{}", empty.stderr);
+    let report: serde_json::Value = serde_json::from_str(&empty.stdout).unwrap();
+    assert_eq!(
+        (&report["ready"], &report["clusters"]),
+        (&serde_json::json!(true), &serde_json::json!([]))
     );
     let everywhere = sandbox.plugin(&["ready", "-A", "beta", "-o", "json"]).await;
     assert_eq!(everywhere.code, 1);
