@@ -537,7 +537,10 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             &args.clusters,
         )
     });
-    let copy_namespace = journal::copy::namespace(moved_namespace.as_deref());
+    let copy_namespace = match &target {
+        Some(_) => journal::copy::namespace(&source, moved_namespace.as_deref()).await?,
+        None => String::new(),
+    };
     // The running move's journal: its local file and its copy in the source cluster.
     let journal_file = |path: &std::path::Path, journal: Journal| JournalFile {
         path: path.to_path_buf(),

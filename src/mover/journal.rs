@@ -545,7 +545,8 @@ mod tests {
 }
 
 /// The journal's copy in the source cluster, for a resume from another machine: ConfigMaps
-/// `kubectl-capi-move-<key>-<n>` in the moved namespace (`default` for `-A`), each holding a slice
+/// `kubectl-capi-move-<key>-<n>` in the moved namespace (`default` for `-A`, or when it does not
+/// exist), each holding a slice
 /// of the journal well below the 1 MiB object limit. Unowned and unlabelled for move, they never
 /// move themselves; they are removed when the move is done or rolled back.
 pub mod copy {
@@ -574,9 +575,20 @@ pub mod copy {
                 .is_some_and(|l| l.contains_key(LABEL))
     }
 
-    /// The namespace the copy lives in.
-    pub fn namespace(moved: Option<&str>) -> String {
-        moved.unwrap_or("default").to_string()
+    /// The namespace the copy lives in: the moved one, else (`-A`, or a namespace that does not
+    /// exist in the source — a move of cluster-scoped objects only) `default`.
+    pub async fn namespace(cluster: &Cluster, moved: Option<&str>) -> Result<String> {
+        let Some(moved) = moved else {
+            return Ok("default".into());
+        };
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+            Api::all(cluster.client.clone());
+        let exists = namespaces
+            .get_opt(moved)
+            .await
+            .map_err(|e| cluster.api_error(e, &format!("reading namespace {moved}")))?
+            .is_some();
+        Ok(if exists { moved } else { "default" }.to_string())
     }
 
     fn name(key: &str, shard: usize) -> String {

@@ -8,6 +8,7 @@ mod freeze;
 mod kubectl_plugin;
 mod move_safety;
 mod move_scenarios;
+mod move_without_clusters;
 mod moving;
 mod packaging;
 mod ready;

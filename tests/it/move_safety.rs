@@ -7,8 +7,7 @@ use capi_sandbox::{FaultAction, FaultRule};
 use serde_json::json;
 
 use crate::move_scenarios::{
-    CORE, Fixture, INFRA, KillPoint, MOVE_HIERARCHY_LABEL, MOVE_NS1, World, end_state, kill_at,
-    plugin_deletes,
+    CORE, Fixture, INFRA, KillPoint, MOVE_NS1, World, end_state, kill_at, plugin_deletes,
 };
 
 /// The plugin's requests to `server` that tried to write (dry runs included; access reviews,
@@ -257,29 +256,8 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_already_in_the_target_refuse_the_move_unless_overwriting_and_globals_are_reused() {
     let mut f = Fixture::default();
-    f.crd(
-        "infrastructure.cluster.x-k8s.io",
-        "DockerClusterIdentity",
-        false,
-        MOVE_HIERARCHY_LABEL,
-    );
     f.cluster("ns1", "foo", false)
-        .add(
-            INFRA,
-            "DockerClusterIdentity",
-            "",
-            "identity1",
-            &[],
-            json!({"spec": {"from": "source"}}),
-        )
-        .add(
-            "v1",
-            "Secret",
-            "capd-system",
-            "identity1-credentials",
-            &[("DockerClusterIdentity", "identity1", false)],
-            json!({}),
-        );
+        .global_identity(json!({"spec": {"from": "source"}}));
     let w = World::start(&f).await;
     // (capd-system is there already: the provider's namespace.)
     w.target
@@ -455,18 +433,7 @@ async fn a_stale_journal_of_a_move_finished_elsewhere_is_never_acted_on() {
         "{plan:?}"
     );
     let out = w
-        .plugin(&[
-            "move",
-            "--context",
-            "source",
-            "--to-context",
-            "target",
-            "-n",
-            "ns1",
-            "--dry-run=server",
-            "-o",
-            "json",
-        ])
+        .move_with(&["-n", "ns1", "--dry-run=server", "-o", "json"])
         .await;
     assert!(!out.stdout.contains("kubectl-capi-move-"), "{}", out.stdout);
 

@@ -35,7 +35,7 @@ pub type Owners = Vec<(String, String, bool)>;
 /// Objects to load into the source, with their owners.
 #[derive(Default)]
 pub struct Fixture {
-    objects: Vec<(Value, Owners)>,
+    pub objects: Vec<(Value, Owners)>,
     crds: Vec<Value>,
 }
 
@@ -235,6 +235,26 @@ impl Fixture {
         f
     }
 
+    /// A global identity, `DockerClusterIdentity /identity1` (its CRD labelled move-hierarchy), with
+    /// its credentials Secret in the provider's namespace.
+    pub fn global_identity(&mut self, extra: Value) -> &mut Fixture {
+        self.crd(
+            "infrastructure.cluster.x-k8s.io",
+            "DockerClusterIdentity",
+            false,
+            MOVE_HIERARCHY_LABEL,
+        )
+        .add(INFRA, "DockerClusterIdentity", "", "identity1", &[], extra)
+        .add(
+            "v1",
+            "Secret",
+            "capd-system",
+            "identity1-credentials",
+            &[("DockerClusterIdentity", "identity1", false)],
+            json!({}),
+        )
+    }
+
     pub fn crd(&mut self, group: &str, kind: &str, namespaced: bool, label: &str) -> &mut Fixture {
         let plural = format!("{}s", kind.to_lowercase());
         self.crds.push(json!({
@@ -382,6 +402,13 @@ impl World {
                     .collect::<Vec<_>>()
             })
             .collect()
+    }
+
+    /// `move --context source --to-context target` and `extra`.
+    pub async fn move_with(&self, extra: &[&str]) -> crate::common::Output {
+        let mut args = vec!["move", "--context", "source", "--to-context", "target"];
+        args.extend_from_slice(extra);
+        self.plugin(&args).await
     }
 
     pub async fn plugin(&self, args: &[&str]) -> crate::common::Output {
@@ -614,18 +641,7 @@ async fn a_cluster() {
     );
     // -v 6 logs every request, kubectl-style, on stderr; never a body.
     let verbose = w
-        .plugin(&[
-            "move",
-            "--context",
-            "source",
-            "--to-context",
-            "target",
-            "-n",
-            "ns1",
-            "--dry-run=server",
-            "-v",
-            "6",
-        ])
+        .move_with(&["-n", "ns1", "--dry-run=server", "-v", "6"])
         .await;
     assert_eq!(verbose.code, 0, "{}", verbose.stderr);
     assert!(
@@ -1102,12 +1118,6 @@ async fn external_objects_a_global_identity_and_credentials() {
         "GlobalThing",
         false,
         MOVE_LABEL,
-    )
-    .crd(
-        "infrastructure.cluster.x-k8s.io",
-        "DockerClusterIdentity",
-        false,
-        MOVE_HIERARCHY_LABEL,
     );
     f.cluster("ns1", "foo", false)
         .add(
@@ -1134,22 +1144,7 @@ async fn external_objects_a_global_identity_and_credentials() {
             &[],
             json!({}),
         )
-        .add(
-            INFRA,
-            "DockerClusterIdentity",
-            "",
-            "identity1",
-            &[],
-            json!({}),
-        )
-        .add(
-            "v1",
-            "Secret",
-            "capd-system",
-            "identity1-credentials",
-            &[("DockerClusterIdentity", "identity1", false)],
-            json!({}),
-        );
+        .global_identity(json!({}));
     let w = World::start(&f).await;
     let (groups, kept) = w.plan(&["-n", "ns1"]).await;
     let mut second = CLUSTER_FOO.to_vec();
@@ -1495,12 +1490,6 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollback_before_deletion_restores_the_source_and_cleans_the_target() {
     let mut f = Fixture::default();
-    f.crd(
-        "infrastructure.cluster.x-k8s.io",
-        "DockerClusterIdentity",
-        false,
-        MOVE_HIERARCHY_LABEL,
-    );
     f.cluster("ns1", "foo", true)
         .machine(
             "ns1",
@@ -1509,22 +1498,7 @@ async fn rollback_before_deletion_restores_the_source_and_cleans_the_target() {
             ("KubeadmControlPlane", "foo", true),
             true,
         )
-        .add(
-            INFRA,
-            "DockerClusterIdentity",
-            "",
-            "identity1",
-            &[],
-            json!({}),
-        )
-        .add(
-            "v1",
-            "Secret",
-            "capd-system",
-            "identity1-credentials",
-            &[("DockerClusterIdentity", "identity1", false)],
-            json!({}),
-        );
+        .global_identity(json!({}));
     let args = MOVE_NS1;
     let mut rollback = args.to_vec();
     rollback.push("--rollback");
