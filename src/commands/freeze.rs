@@ -8,12 +8,12 @@ use crate::cli::FreezeSelection;
 use crate::error::{Error, Result};
 use crate::freeze::apply::{self, DryRun, Mode, Outcome, Request};
 use crate::freeze::plan::{Action, state_of};
-use crate::kube::watch::{Waited, until};
 use crate::kube::{Catalog, Cluster, connect};
 use crate::model::{HealthCheckView, ScalerKind, ScalerView};
 use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{OutputFormat, Settings, parse_request_timeout};
+use crate::snapshot::watch::{Waited, until};
 use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
 
 /// The kinds a freeze reads: Clusters, the core scalers, health checks, every control plane

@@ -14,18 +14,21 @@ use crate::freeze::apply::DryRun;
 use crate::freeze::apply::Mode;
 use crate::kube::{Catalog, connect};
 use crate::model::ObjectRef;
+use crate::mover::delete::Skipped;
 use crate::mover::discover::{list_objects, move_types};
-use crate::mover::execute::{
-    Destination, JournalCopy, JournalFile, RunOptions, Source, Stop, Summary, ThisMove,
-    dry_run_creates, finish_from_journal, preflight, remove_namespaces, rollback_from_journal,
-    run as execute, type_of,
-};
 use crate::mover::graph::Graph;
 use crate::mover::journal::{self, Endpoint, Journal, Stage};
+use crate::mover::journal::{JournalCopy, JournalFile};
+use crate::mover::namespaces::remove_namespaces;
 use crate::mover::plan::{Excluded, MovePlan, TreeNode, plan};
+use crate::mover::preflight::{ThisMove, dry_run_creates, preflight};
 use crate::mover::progress::{Phase, Progress};
 use crate::mover::recovery::{self, Recorded, Records};
+use crate::mover::recovery::{finish_from_journal, rollback_from_journal};
+use crate::mover::requests::{Destination, type_of};
+use crate::mover::run::{RunOptions, Source, Summary, run as execute};
 use crate::mover::same_cluster;
+use crate::mover::stop::Stop;
 use crate::names::CORE_GROUP;
 use crate::output::table::table;
 use crate::output::{ExitStatus, Printer};
@@ -324,7 +327,7 @@ async fn restore(
         return Ok(ExitStatus::Success);
     }
     let target = Destination { cluster, catalog };
-    let created = crate::mover::execute::restore(
+    let created = crate::mover::directory::restore(
         &plan,
         &types,
         &target,
@@ -789,7 +792,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             types: &types,
             scope: &scope,
         };
-        let written = crate::mover::execute::backup(&plan, &from, directory).await?;
+        let written = crate::mover::directory::backup(&plan, &from, directory).await?;
         printer.data(&format!(
             "wrote {written} objects of {} Cluster(s) to {}\n",
             clusters.len(),
@@ -969,7 +972,7 @@ fn finished_note(finished: Option<&Journal>) -> String {
 }
 
 /// Objects a move or rollback left alone because another object had taken their name.
-fn warn_skipped(printer: &Printer, skipped: &[crate::mover::execute::Skipped]) {
+fn warn_skipped(printer: &Printer, skipped: &[Skipped]) {
     for s in skipped {
         printer.warn(&format!("{}: {}", s.object.kubectl_name(), s.reason));
     }

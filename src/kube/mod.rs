@@ -1,9 +1,8 @@
-//! The thin API layer: connecting, discovering the Cluster API kinds, and reading them.
+//! The thin API layer: connecting (with the one retry policy) and discovering the Cluster API kinds.
 
 pub mod catalog;
 pub mod connect;
 pub mod retry;
-pub mod watch;
 
 pub use catalog::{Catalog, KindInfo};
 pub use connect::{Cluster, connect};

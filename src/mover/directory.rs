@@ -9,9 +9,16 @@ use std::sync::Arc;
 
 use kube::api::DynamicObject;
 
-use super::discover::MoveType;
+use super::create::{Created, Creating, create_groups};
+use super::discover::{MoveType, list_objects};
 use super::graph::{Graph, TypedObjects};
+use super::pause::set_paused;
 use super::plan::{MovePlan, plan};
+use super::preflight::Preflight;
+use super::progress::{Progress, Silent};
+use super::requests::{DEFAULT_CONCURRENCY, Destination};
+use super::run::Source;
+use super::stop::Stop;
 use crate::error::{Error, Result};
 
 pub fn file_name(object: &DynamicObject) -> String {
@@ -163,4 +170,80 @@ pub fn read(directory: &Path, types: &[MoveType]) -> Result<(TypedObjects, MoveP
     let graph = Graph::build(&objects, None);
     let plan = plan(graph, &Default::default());
     Ok((objects, plan))
+}
+
+/// `--to-directory`: pause the source, write every moved object, unpause the source.
+pub async fn backup(
+    plan: &MovePlan,
+    source: &Source<'_>,
+    directory: &std::path::Path,
+) -> Result<usize> {
+    super::directory::create_backup_directory(directory)?;
+    set_paused(
+        source.cluster,
+        plan,
+        source.types,
+        true,
+        DEFAULT_CONCURRENCY,
+        &Silent,
+    )
+    .await?;
+    let result = async {
+        let objects = list_objects(source.cluster, source.types, source.scope).await?;
+        let fresh: HashMap<String, Arc<DynamicObject>> = objects
+            .into_iter()
+            .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
+            .collect();
+        super::directory::write(directory, plan, &fresh)
+    }
+    .await;
+    // The source is unpaused whatever happened: a backup must not leave it paused.
+    set_paused(
+        source.cluster,
+        plan,
+        source.types,
+        false,
+        DEFAULT_CONCURRENCY,
+        &Silent,
+    )
+    .await?;
+    result
+}
+
+/// `--from-directory`: create every object of a backup in the target (after its preflight,
+/// whose findings `preflight` carries), then unpause its Clusters and ClusterClasses there.
+pub async fn restore(
+    plan: &MovePlan,
+    types: &[MoveType],
+    target: &Destination,
+    preflight: Preflight,
+    overwrite_existing: bool,
+    progress: &dyn Progress,
+) -> Result<Created> {
+    let created = create_groups(
+        plan,
+        types,
+        target,
+        &HashMap::new(),
+        Creating {
+            preexisting: preflight.in_target,
+            overwrite_existing,
+            restore_status: false,
+            concurrency: DEFAULT_CONCURRENCY,
+            stop: Stop::default(),
+        },
+        progress,
+        None,
+    )
+    .await?;
+    set_paused(
+        &target.cluster,
+        plan,
+        types,
+        false,
+        DEFAULT_CONCURRENCY,
+        progress,
+    )
+    .await?;
+    Ok(created)
 }

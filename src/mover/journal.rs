@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use kube::core::{ApiResource, GroupVersionKind};
+
 use super::plan::MovePlan;
 use crate::error::{Error, Result};
+use crate::kube::Cluster;
 use crate::model::ObjectRef;
 
 /// Where a move is.
@@ -296,6 +299,72 @@ impl Journal {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+/// The journal of a running move and where it is kept: a local file, and a copy in the source
+/// cluster (removed once the move is over).
+pub struct JournalFile {
+    pub path: std::path::PathBuf,
+    pub journal: Journal,
+    pub copy: Option<JournalCopy>,
+}
+
+/// Where the journal's copy lives in the source cluster.
+pub struct JournalCopy {
+    pub cluster: Cluster,
+    pub namespace: String,
+    pub key: String,
+    /// The slices this process last wrote (`None`: not saved yet).
+    pub written: Option<copy::Written>,
+}
+
+impl JournalFile {
+    pub async fn save(&mut self) -> Result<()> {
+        if self.journal.stage.finished() {
+            // A finished move leaves a short record (so a rerun can say it finished) and no
+            // copy in the cluster.
+            save_text(&self.journal.finished_record().to_json(), &self.path)?;
+            if let Some(copy) = &mut self.copy {
+                copy::remove(&copy.cluster, &copy.namespace, &copy.key).await?;
+                copy.written = Some(Vec::new());
+            }
+            return Ok(());
+        }
+        // Serialised once for both places.
+        let text = self.journal.to_json();
+        save_text(&text, &self.path)?;
+        if let Some(copy) = &mut self.copy {
+            copy.written = Some(
+                copy::save(
+                    &copy.cluster,
+                    &copy.namespace,
+                    &copy.key,
+                    &text,
+                    copy.written.as_ref(),
+                )
+                .await?,
+            );
+        }
+        Ok(())
+    }
+
+    pub async fn stage(&mut self, stage: Stage) -> Result<()> {
+        self.journal.stage = stage;
+        self.save().await
+    }
+}
+
+/// The API resource of a journal entry.
+pub fn entry_resource(entry: &Entry) -> ApiResource {
+    let (group, version) = entry
+        .object
+        .api_version
+        .rsplit_once('/')
+        .unwrap_or(("", entry.object.api_version.as_str()));
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, &entry.object.kind),
+        &entry.resource,
+    )
 }
 
 /// Writes a journal's JSON ([`Journal::to_json`]) to `path` as [`Journal::save`] does.
@@ -657,7 +726,7 @@ pub mod copy {
                         let written = api
                             .patch(
                                 &name(key, index),
-                                &PatchParams::apply(crate::mover::execute::FIELD_MANAGER).force(),
+                                &PatchParams::apply(crate::mover::requests::FIELD_MANAGER).force(),
                                 &Patch::Apply(&body),
                             )
                             .await
@@ -669,7 +738,7 @@ pub mod copy {
                     }
                 }),
         )
-        .buffer_unordered(crate::mover::execute::DEFAULT_CONCURRENCY)
+        .buffer_unordered(crate::mover::requests::DEFAULT_CONCURRENCY)
         .collect()
         .await;
         let mut uids: Vec<Option<String>> = (0..slices.len()).map(unchanged).collect();

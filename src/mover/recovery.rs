@@ -5,11 +5,23 @@
 
 use std::path::Path;
 
-use futures::{StreamExt, TryStreamExt, stream};
+use std::collections::BTreeMap;
+use std::time::Instant;
 
-use super::journal::{self, Entry, Journal, Stage};
-use crate::error::Result;
+use futures::{StreamExt, TryStreamExt, stream};
+use kube::api::DynamicObject;
+use kube::core::ApiResource;
+
+use super::delete::{Deleted, delete_entries};
+use super::journal::{self, Entry, Journal, JournalFile, Stage, entry_resource};
+use super::pause::{patch_paused, pausable_entries};
+use super::progress::Progress;
+use super::requests::{DEFAULT_CONCURRENCY, api, kind_key};
+use super::run::Summary;
+use super::stop::Stop;
+use crate::error::{Error, Result};
 use crate::kube::Cluster;
+use crate::names::CORE_GROUP;
 
 /// What the records of a move say.
 #[derive(Debug)]
@@ -99,13 +111,178 @@ pub async fn recorded(records: &Records<'_>, rollback: bool) -> Result<Recorded>
 /// How many of `entries` no longer exist in the source with their recorded UID.
 pub async fn originals_gone(source: &Cluster, entries: &[&Entry]) -> Result<usize> {
     let present: Vec<bool> = stream::iter(entries.iter().map(|entry| async move {
-        let found = super::execute::read_entry(source, entry, "source").await?;
+        let found = read_entry(source, entry, "source").await?;
         Ok::<_, crate::error::Error>(
             found.is_some_and(|(_, o)| o.metadata.uid.as_deref() == Some(entry.uid.as_str())),
         )
     }))
-    .buffered(super::execute::DEFAULT_CONCURRENCY)
+    .buffered(DEFAULT_CONCURRENCY)
     .try_collect()
     .await?;
     Ok(present.iter().filter(|p| !**p).count())
+}
+
+/// A journal entry's object, read by name in `cluster` (the `source` or `target`, for the
+/// message), with its API resource; `None` when there is none.
+pub(crate) async fn read_entry(
+    cluster: &Cluster,
+    entry: &Entry,
+    which: &str,
+) -> Result<Option<(ApiResource, DynamicObject)>> {
+    let resource = entry_resource(entry);
+    let namespace = if entry.namespaced {
+        entry.object.namespace.as_str()
+    } else {
+        ""
+    };
+    let object = api(cluster, &resource, namespace)
+        .get_opt(&entry.object.name)
+        .await
+        .map_err(|e| {
+            cluster.api_error(
+                e,
+                &format!("reading {} in the {which}", entry.object.kubectl_name()),
+            )
+        })?;
+    Ok(object.map(|o| (resource, o)))
+}
+
+/// Resumes a move whose objects all exist in the target (stage Deleting or Unpausing) from its
+/// journal alone: the source may be half deleted, so it cannot be planned again.
+pub async fn finish_from_journal(
+    source: &Cluster,
+    target: &Cluster,
+    journal: &mut JournalFile,
+    concurrency: usize,
+    progress: &dyn Progress,
+) -> Result<Summary> {
+    let started = Instant::now();
+    let mut skipped = Vec::new();
+    if journal.journal.stage == Stage::Deleting {
+        skipped = delete_entries(
+            source,
+            journal,
+            |e| (!e.kept_in_source && !e.deleted).then(|| e.uid.clone()),
+            |e| e.deleted = true,
+            "source",
+            (concurrency, &Stop::default()),
+            progress,
+        )
+        .await?
+        .skipped;
+        journal.stage(Stage::Unpausing).await?;
+    }
+    patch_paused(
+        target,
+        &pausable_entries(&journal.journal),
+        false,
+        concurrency,
+        progress,
+    )
+    .await?;
+    journal.stage(Stage::Done).await?;
+    let mut created: BTreeMap<String, usize> = BTreeMap::new();
+    for entry in &journal.journal.entries {
+        *created
+            .entry(kind_key(&entry.object.kind, entry.object.group()))
+            .or_default() += 1;
+    }
+    Ok(Summary {
+        api_version: "kubectl-capi/v1",
+        kind: "MoveSummary",
+        clusters: journal
+            .journal
+            .entries
+            .iter()
+            .filter(|e| e.object.kind == "Cluster" && e.object.group() == CORE_GROUP)
+            .map(|e| e.object.clone())
+            .collect(),
+        created,
+        deleted: journal.journal.entries.iter().filter(|e| e.deleted).count(),
+        skipped,
+        kept_in_source: journal
+            .journal
+            .entries
+            .iter()
+            .filter(|e| e.kept_in_source)
+            .count(),
+        excluded: Vec::new(),
+        frozen_in_target: Vec::new(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// `--rollback`: before deletion started, removes from the target every object this move put
+/// there — descending groups, each marked `delete-for-move` with its finalizers dropped while the
+/// target's Clusters are still paused, so no target controller tears down infrastructure the
+/// source still owns — and only those: each by the UID its create answered with, never one that
+/// was there before or that someone has put in its place since; then unpauses the source.
+pub async fn rollback_from_journal(
+    source: &Cluster,
+    target: &Cluster,
+    journal: &mut JournalFile,
+    concurrency: usize,
+    progress: &dyn Progress,
+) -> Result<Deleted> {
+    claim_unanswered_creates(target, journal, concurrency).await?;
+    let removed = delete_entries(
+        target,
+        journal,
+        |e| {
+            (e.created && !e.preexisting && !e.removed)
+                .then(|| e.target_uid.clone())
+                .flatten()
+        },
+        |e| e.removed = true,
+        "target",
+        (concurrency, &Stop::default()),
+        progress,
+    )
+    .await?;
+    patch_paused(
+        source,
+        &pausable_entries(&journal.journal),
+        false,
+        concurrency,
+        progress,
+    )
+    .await?;
+    journal.stage(Stage::RolledBack).await?;
+    Ok(removed)
+}
+
+/// A create whose answer was lost (the move was killed while it was in flight) left no target UID
+/// in the journal. The journal says which creates may have been sent; an object of that name in
+/// the target, for such an entry, is this move's copy, since the first preflight found
+/// none there. Its UID is recorded, so what follows deletes exactly it.
+pub(super) async fn claim_unanswered_creates(
+    target: &Cluster,
+    journal: &mut JournalFile,
+    concurrency: usize,
+) -> Result<()> {
+    let unanswered: Vec<Entry> = journal
+        .journal
+        .entries
+        .iter()
+        .filter(|e| e.sent && !e.preexisting && !e.removed && e.target_uid.is_none())
+        .cloned()
+        .collect();
+    if unanswered.is_empty() {
+        return Ok(());
+    }
+    let found: Vec<(String, Option<String>)> =
+        stream::iter(unanswered.iter().map(|entry| async move {
+            let copy = read_entry(target, entry, "target").await?;
+            Ok::<_, Error>((entry.uid.clone(), copy.and_then(|(_, o)| o.metadata.uid)))
+        }))
+        .buffer_unordered(concurrency.max(1))
+        .try_collect()
+        .await?;
+    for (uid, target_uid) in found {
+        if let (Some(entry), Some(target_uid)) = (journal.journal.entry_mut(&uid), target_uid) {
+            entry.target_uid = Some(target_uid);
+            entry.created = true;
+        }
+    }
+    journal.save().await
 }

@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use super::evaluate::{Options, Report, evaluate};
 use crate::error::Result;
-use crate::kube::watch::{Waited, until};
 use crate::kube::{Catalog, Cluster};
 use crate::snapshot::Fetch;
+use crate::snapshot::watch::{Waited, until};
 
 pub enum Outcome {
     Ready(Report),

@@ -9,8 +9,8 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
 
-use super::{Catalog, Cluster};
-use crate::snapshot::{Fetch, KindKey, Snapshot, list_api, with_types};
+use super::{Fetch, KindKey, Snapshot, list_api, with_types};
+use crate::kube::{Catalog, Cluster};
 
 pub enum Waited<T> {
     Done(T),

@@ -1,6 +1,8 @@
 //! A snapshot of a scope: one paginated LIST per kind, indexed by kind, Cluster and uid. Every
 //! command evaluates snapshots; none reads objects one GET at a time.
 
+pub mod watch;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 

@@ -1,0 +1,381 @@
+//! Creating a move's objects in the target, group by group: the body (owners rebuilt with the
+//! target's UIDs), what to do with an object already there, managedFields and status restored.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use futures::{StreamExt, stream};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::kube::Cluster;
+use crate::model::ObjectRef;
+
+use super::discover::MoveType;
+use super::journal::JournalFile;
+use super::namespaces::ensure_namespace;
+use super::plan::MovePlan;
+use super::progress::{Phase, Progress};
+use super::requests::{
+    Destination, FIELD_MANAGER, api, kind_key, params, successes_and_first_error, type_of,
+};
+use super::stop::Stop;
+
+/// The body to create in the target: server-owned fields cleared, owners rebuilt with the
+/// target's UIDs, managedFields returned separately (a create ignores them; a patch restores them).
+pub fn target_body(
+    plan: &MovePlan,
+    object: &DynamicObject,
+    target_uids: &HashMap<String, String>,
+) -> (Value, Option<Value>) {
+    let mut body = serde_json::to_value(object).expect("object serialises");
+    let meta = body["metadata"].as_object_mut().expect("metadata");
+    let managed = meta.remove("managedFields");
+    for key in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "selfLink",
+    ] {
+        meta.remove(key);
+    }
+    if meta.get("name").is_some() {
+        meta.remove("generateName");
+    }
+    // The source's references, each keeping its own fields (controller, blockOwnerDeletion,
+    // even when explicitly false) with the owner's UID in the target. A reference to a real owner
+    // that is not part of this move (a Cluster that stays, in a named move) is dropped: it would
+    // dangle in the target, and moving that owner later adds it back by update.
+    let refs: Vec<Value> = object
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter_map(|source_ref| {
+            let owner = plan.graph.nodes.get(&source_ref.uid)?;
+            let new_uid = match target_uids.get(&source_ref.uid) {
+                Some(uid) => uid.clone(),
+                None if owner.is_virtual() || plan.scheduled.contains(&source_ref.uid) => {
+                    source_ref.uid.clone()
+                }
+                None => return None,
+            };
+            let mut r = serde_json::to_value(source_ref).expect("owner reference serialises");
+            r["uid"] = json!(new_uid);
+            Some(r)
+        })
+        .collect();
+    if refs.is_empty() {
+        meta.remove("ownerReferences");
+    } else {
+        meta.insert("ownerReferences".into(), Value::Array(refs));
+    }
+    (
+        body,
+        managed.filter(|m| m.as_array().is_some_and(|a| !a.is_empty())),
+    )
+}
+
+/// What a create does when the target already has an object of that name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenExisting {
+    /// Keep it as is and use its UID: a global object (shared by design), a restored one.
+    Reuse,
+    /// It is this move's own copy (made by an earlier attempt, or by this create whose answer
+    /// was lost): use its UID and finish it (managedFields).
+    Adopt,
+    /// `--overwrite-existing`: clusterctl's update (the target's UID and resourceVersion, then a
+    /// full replace).
+    Overwrite,
+    /// It was there before this move: never touch it.
+    Refuse,
+}
+
+/// clusterctl's update of an object already in the target: its UID and resourceVersion, then a
+/// full replace; a conflict (a controller wrote meanwhile) reads it again, a few times.
+pub(super) async fn overwrite(
+    target: &Cluster,
+    api: &Api<DynamicObject>,
+    object: DynamicObject,
+    mut existing: DynamicObject,
+    reference: &ObjectRef,
+) -> Result<()> {
+    let write = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let failed = |e| {
+        target.api_error(
+            e,
+            &format!("updating {} in the target", reference.kubectl_name()),
+        )
+    };
+    for attempt in 0.. {
+        let mut replacement = object.clone();
+        replacement.metadata.uid = existing.metadata.uid.clone();
+        replacement.metadata.resource_version = existing.metadata.resource_version.clone();
+        match api.replace(&reference.name, &write, &replacement).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "Conflict" && attempt < 4 => {
+                existing = api.get(&reference.name).await.map_err(failed)?;
+            }
+            Err(e) => return Err(failed(e)),
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+/// The refusal for an object that is in the target but not because of this move.
+pub fn already_exists(reference: &ObjectRef) -> String {
+    let place = if reference.namespace.is_empty() {
+        reference.name.clone()
+    } else {
+        format!("{}/{}", reference.namespace, reference.name)
+    };
+    format!(
+        "{} {place} already exists in the target and was not created by this move; delete it there or pass --overwrite-existing",
+        reference.kind
+    )
+}
+
+/// Creates one object in the target (an existing one as `when_existing` says), restores its
+/// managedFields, and returns its target UID and whether this move made it.
+pub(super) async fn create_one(
+    target: &Cluster,
+    t: &MoveType,
+    when_existing: WhenExisting,
+    body: Value,
+    managed: Option<Value>,
+    reference: &ObjectRef,
+) -> Result<(String, bool)> {
+    let name = &reference.name;
+    let namespace = if t.info.namespaced {
+        reference.namespace.as_str()
+    } else {
+        ""
+    };
+    let target_api = api(target, &t.resource, namespace);
+    let object: DynamicObject = serde_json::from_value(body).expect("valid body");
+    let write = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let (uid, made) = match target_api.create(&write, &object).await {
+        Ok(created) => (created.metadata.uid.unwrap_or_default(), true),
+        Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+            let existing = target_api.get(name).await.map_err(|e| {
+                target.api_error(
+                    e,
+                    &format!("reading {} in the target", reference.kubectl_name()),
+                )
+            })?;
+            let existing_uid = existing.metadata.uid.clone().unwrap_or_default();
+            match when_existing {
+                WhenExisting::Reuse => return Ok((existing_uid, false)),
+                WhenExisting::Refuse => {
+                    return Err(Error::Refused(vec![already_exists(reference)]));
+                }
+                WhenExisting::Adopt => (existing_uid, true),
+                WhenExisting::Overwrite => {
+                    overwrite(target, &target_api, object, existing, reference).await?;
+                    (existing_uid, false)
+                }
+            }
+        }
+        Err(e) => {
+            return Err(target.api_error(
+                e,
+                &format!("creating {} in the target", reference.kubectl_name()),
+            ));
+        }
+    };
+    if let Some(managed) = managed {
+        target_api
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"metadata": {"managedFields": managed}})),
+            )
+            .await
+            .map_err(|e| {
+                target.api_error(
+                    e,
+                    &format!("restoring managedFields of {}", reference.kubectl_name()),
+                )
+            })?;
+    }
+    Ok((uid, made))
+}
+
+/// A create's answer: the source UID, the target UID, whether this attempt made it, its type.
+pub(super) type CreateAnswer<'a> = Result<(String, (String, bool), &'a MoveType)>;
+
+/// How objects are created in the target.
+#[derive(Debug, Clone)]
+pub struct Creating {
+    /// Without a journal (a restore): the objects (source UIDs) the preflight found in the
+    /// target.
+    pub preexisting: BTreeSet<String>,
+    /// `--overwrite-existing`: objects that were in the target before the move are updated.
+    pub overwrite_existing: bool,
+    pub restore_status: bool,
+    /// Creates in flight at once within a group.
+    pub concurrency: usize,
+    pub stop: Stop,
+}
+
+/// What creating the groups in the target did.
+pub struct Created {
+    pub uids: HashMap<String, String>,
+    pub per_kind: BTreeMap<String, usize>,
+    pub frozen: Vec<ObjectRef>,
+}
+
+/// Creates every group in order. An object already in the target is this move's own copy
+/// (adopted), a global or restored one (reused), or one that was there before the move (updated
+/// with `--overwrite-existing`, else refused: the preflight has refused it already, so only an
+/// object that appeared since gets here).
+pub async fn create_groups(
+    plan: &MovePlan,
+    types: &[MoveType],
+    target: &Destination,
+    objects: &HashMap<String, Arc<DynamicObject>>,
+    how: Creating,
+    progress: &dyn Progress,
+    mut journal: Option<&mut JournalFile>,
+) -> Result<Created> {
+    let mut created = Created {
+        uids: HashMap::new(),
+        per_kind: BTreeMap::new(),
+        frozen: Vec::new(),
+    };
+    let mut namespaces: BTreeSet<String> = BTreeSet::new();
+    progress.begin(Phase::Create, plan.groups.iter().map(Vec::len).sum());
+    for (index, group) in plan.groups.iter().enumerate() {
+        // Objects of one group never own each other, so they are created in parallel; their
+        // owners' target UIDs are all known from the groups before.
+        let mut jobs = Vec::new();
+        for uid in group {
+            let node = plan.node(uid);
+            let Some(t) = type_of(types, &node.reference) else {
+                continue;
+            };
+            let Some(object) = objects.get(uid).cloned().or_else(|| node.object.clone()) else {
+                continue;
+            };
+            let namespace = if t.info.namespaced {
+                node.reference.namespace.clone()
+            } else {
+                String::new()
+            };
+            if !namespace.is_empty() && namespaces.insert(namespace.clone()) {
+                ensure_namespace(&target.cluster, &namespace).await?;
+            }
+            if crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION) {
+                created.frozen.push(node.reference.clone());
+            }
+            let was_there = match journal.as_deref() {
+                Some(j) => j.journal.entry(uid).is_some_and(|e| e.preexisting),
+                None => how.preexisting.contains(uid),
+            };
+            let when_existing = if node.is_global || node.global_hierarchy {
+                WhenExisting::Reuse
+            } else if was_there {
+                if how.overwrite_existing {
+                    WhenExisting::Overwrite
+                } else {
+                    WhenExisting::Refuse
+                }
+            } else {
+                WhenExisting::Adopt
+            };
+            jobs.push((uid, node, t, object, namespace, when_existing));
+        }
+        let uids = &created.uids;
+        let how = &how;
+        // Every started create finishes and is journalled, even when another fails or a stop
+        // was requested; only then does the first error end the move.
+        let answers: Vec<CreateAnswer> = stream::iter(jobs.into_iter().map(
+            |(uid, node, t, object, namespace, when_existing)| async move {
+                how.stop.check()?;
+                let (body, managed) = target_body(plan, &object, uids);
+                let status = object
+                    .data
+                    .get("status")
+                    .filter(|s| how.restore_status && t.status && !s.is_null())
+                    .cloned();
+                let new_uid = create_one(
+                    &target.cluster,
+                    t,
+                    when_existing,
+                    body,
+                    managed,
+                    &node.reference,
+                )
+                .await?;
+                if let Some(status) = status {
+                    restore_status(&target.cluster, t, &node.reference, &namespace, status).await?;
+                }
+                progress.done(Phase::Create, &node.reference);
+                Ok::<_, Error>((uid.clone(), new_uid, t))
+            },
+        ))
+        .buffer_unordered(how.concurrency.max(1))
+        .collect()
+        .await;
+        let (results, failure) = successes_and_first_error(answers);
+        for (uid, (new_uid, made), t) in results {
+            if let Some(entry) = journal
+                .as_deref_mut()
+                .and_then(|j| j.journal.entry_mut(&uid))
+            {
+                entry.target_uid = Some(new_uid.clone());
+                // Made by this move, now or by an earlier attempt of it.
+                entry.created |= made;
+            }
+            created.uids.insert(uid, new_uid);
+            *created
+                .per_kind
+                .entry(kind_key(&t.info.kind, &t.info.group))
+                .or_default() += 1;
+        }
+        if let Some(journal) = journal.as_deref_mut() {
+            // The next group's creates are sent only after this save.
+            journal.journal.sending_group(index + 1);
+            journal.save().await?;
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+    }
+    progress.end(Phase::Create);
+    Ok(created)
+}
+
+/// `--restore-status`: replays an object's `.status` through the status subresource.
+pub(super) async fn restore_status(
+    target: &Cluster,
+    t: &MoveType,
+    reference: &ObjectRef,
+    namespace: &str,
+    status: Value,
+) -> Result<()> {
+    api(target, &t.resource, namespace)
+        .patch_status(
+            &reference.name,
+            &params(false),
+            &Patch::Merge(&json!({"status": status})),
+        )
+        .await
+        .map_err(|e| {
+            target.api_error(
+                e,
+                &format!("restoring the status of {}", reference.kubectl_name()),
+            )
+        })?;
+    Ok(())
+}

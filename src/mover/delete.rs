@@ -1,0 +1,239 @@
+//! Deleting a move's objects — from the source after creating, or from the target in a
+//! rollback — each exactly by its UID, journalling every completed delete.
+
+use futures::{StreamExt, stream};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch};
+use kube::core::ApiResource;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::error::{Error, Result};
+use crate::kube::Cluster;
+use crate::model::ObjectRef;
+use crate::names::DELETE_FOR_MOVE_ANNOTATION;
+
+use super::journal::{Entry, JournalFile, entry_resource};
+use super::progress::{Phase, Progress};
+use super::requests::{api, params, successes_and_first_error};
+use super::stop::Stop;
+
+/// What deleting one object came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deletion {
+    Deleted,
+    /// Nothing had that name any more.
+    AlreadyGone,
+    /// An object of that name with another UID is there now: someone replaced the one this move
+    /// meant. It is left alone.
+    Replaced {
+        found_uid: String,
+    },
+}
+
+/// An object a move left alone, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    pub object: ObjectRef,
+    pub reason: String,
+}
+
+impl Skipped {
+    /// The object that replaced the one `uid` named.
+    fn replaced(object: &ObjectRef, uid: &str, found_uid: &str, which: &str) -> Skipped {
+        Skipped {
+            object: object.clone(),
+            reason: format!(
+                "not deleted: the {which} holds another object of that name (UID {found_uid}, not {uid}); left as is"
+            ),
+        }
+    }
+}
+
+/// Deletes exactly the object with `uid` (every write carries it as a precondition) in two
+/// writes: one patch that marks it `delete-for-move` and drops its finalizers (its Cluster is
+/// paused, so no controller acts on either), then the DELETE, which removes it at once.
+/// clusterctl strips finalizers after the DELETE instead; the end state is the same, without the
+/// object lingering as Terminating in between. Should something re-add a finalizer before the
+/// DELETE, the answer still carries the object and the finalizers are stripped again (a
+/// finalizer cannot be added once deletion started). A failed precondition is never repeated:
+/// the object is read again, and one with another UID is reported, not touched.
+pub async fn delete_one(
+    cluster: &Cluster,
+    resource: &ApiResource,
+    reference: &ObjectRef,
+    uid: &str,
+) -> Result<Deletion> {
+    let api = api(cluster, resource, &reference.namespace);
+    let named = reference.kubectl_name();
+    let not_found = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
+    // A real server answers a patch whose UID differs with 422 (immutable field), a DELETE with
+    // 409; either way the object is read again.
+    let precondition_failed =
+        |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 409 || s.code == 422);
+    let mut step = DeleteStep::Mark;
+    let mut conflicts = 0;
+    loop {
+        let failure = match delete_step(&api, &reference.name, uid, step).await {
+            Ok(Some(next)) => {
+                step = next;
+                continue;
+            }
+            Ok(None) => return Ok(Deletion::Deleted),
+            Err(e) if not_found(&e) => return Ok(Deletion::AlreadyGone),
+            Err(e) if precondition_failed(&e) => e,
+            Err(e) => {
+                return Err(cluster.api_error(e, &format!("{} {named}", step.describe())));
+            }
+        };
+        let current = api
+            .get_opt(&reference.name)
+            .await
+            .map_err(|e| cluster.api_error(e, &format!("reading {named}")))?;
+        match current.and_then(|o| o.metadata.uid) {
+            None => return Ok(Deletion::AlreadyGone),
+            Some(found_uid) if found_uid != uid => return Ok(Deletion::Replaced { found_uid }),
+            // The same object: the conflict was passing (a concurrent writer). The same step
+            // again, a few times.
+            Some(_) if conflicts < 3 => conflicts += 1,
+            Some(_) => {
+                return Err(cluster.api_error(failure, &format!("{} {named}", step.describe())));
+            }
+        }
+    }
+}
+
+/// The writes of [`delete_one`], in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DeleteStep {
+    /// Mark `delete-for-move` and drop the finalizers.
+    Mark,
+    Delete,
+    /// Drop finalizers re-added before the DELETE.
+    Strip,
+}
+
+impl DeleteStep {
+    fn describe(self) -> &'static str {
+        match self {
+            DeleteStep::Mark => "marking for move",
+            DeleteStep::Delete => "deleting",
+            DeleteStep::Strip => "removing finalizers of",
+        }
+    }
+}
+
+/// One write of [`delete_one`], each conditional on `uid`; returns the step that follows, if any.
+pub(super) async fn delete_step(
+    api: &Api<DynamicObject>,
+    name: &str,
+    uid: &str,
+    step: DeleteStep,
+) -> std::result::Result<Option<DeleteStep>, kube::Error> {
+    match step {
+        DeleteStep::Mark => {
+            let mark = json!({"metadata": {"uid": uid, "finalizers": null,
+                "annotations": {DELETE_FOR_MOVE_ANNOTATION: ""}}});
+            api.patch(name, &params(false), &Patch::Merge(&mark))
+                .await?;
+            Ok(Some(DeleteStep::Delete))
+        }
+        DeleteStep::Delete => {
+            let only_this = DeleteParams {
+                preconditions: Some(kube::api::Preconditions {
+                    uid: Some(uid.to_string()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            // The object itself in the answer means it is still there (Terminating).
+            let lingering = api
+                .delete(name, &only_this)
+                .await?
+                .left()
+                .and_then(|still_there| still_there.metadata.finalizers)
+                .is_some_and(|f| !f.is_empty());
+            Ok(lingering.then_some(DeleteStep::Strip))
+        }
+        DeleteStep::Strip => {
+            let strip = json!({"metadata": {"uid": uid, "finalizers": null}});
+            api.patch(name, &params(false), &Patch::Merge(&strip))
+                .await?;
+            Ok(None)
+        }
+    }
+}
+
+/// What [`delete_entries`] did.
+pub struct Deleted {
+    pub count: usize,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Deletes from `cluster` (the `which` of the move) the journal entries that `pending` gives a
+/// UID for — exactly that object, see [`delete_one`] — in descending groups, up to
+/// `--concurrency` at once. `record` marks each done entry, and the journal is saved after
+/// every group, also when a sibling failed, so a rerun never repeats or loses a write.
+pub(super) async fn delete_entries(
+    cluster: &Cluster,
+    journal: &mut JournalFile,
+    pending: impl Fn(&Entry) -> Option<String>,
+    record: impl Fn(&mut Entry),
+    which: &str,
+    (concurrency, stop): (usize, &Stop),
+    progress: &dyn Progress,
+) -> Result<Deleted> {
+    let mut deleted = Deleted {
+        count: 0,
+        skipped: Vec::new(),
+    };
+    let work: Vec<(Entry, String)> = journal
+        .journal
+        .entries
+        .iter()
+        .filter_map(|e| Some((e.clone(), pending(e)?)))
+        .collect();
+    let last_group = work.iter().map(|(e, _)| e.group).max().unwrap_or(0);
+    progress.begin(Phase::Delete, work.len());
+    for group in (0..=last_group).rev() {
+        let jobs = work
+            .iter()
+            .filter(|(e, _)| e.group == group)
+            .map(|(entry, uid)| async move {
+                stop.check()?;
+                let mut reference = entry.object.clone();
+                if !entry.namespaced {
+                    reference.namespace.clear();
+                }
+                let outcome = delete_one(cluster, &entry_resource(entry), &reference, uid).await?;
+                progress.done(Phase::Delete, &entry.object);
+                Ok::<_, Error>((entry, uid, outcome))
+            });
+        let answers: Vec<_> = stream::iter(jobs)
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+        let (done, failure) = successes_and_first_error(answers);
+        for (entry, uid, outcome) in done {
+            match outcome {
+                Deletion::Replaced { found_uid } => {
+                    deleted
+                        .skipped
+                        .push(Skipped::replaced(&entry.object, uid, &found_uid, which))
+                }
+                Deletion::Deleted | Deletion::AlreadyGone => deleted.count += 1,
+            }
+            // Replaced is recorded too: the object this move meant is gone, and a rerun must not
+            // try the one that took its name.
+            if let Some(entry) = journal.journal.entry_mut(&entry.uid) {
+                record(entry);
+            }
+        }
+        journal.save().await?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+    }
+    progress.end(Phase::Delete);
+    Ok(deleted)
+}

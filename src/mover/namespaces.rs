@@ -1,0 +1,83 @@
+//! Namespaces in the target: made when a move needs them, removed again (by UID) when it wrote
+//! nothing into them.
+
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::json;
+
+use crate::error::Result;
+use crate::kube::Cluster;
+
+use super::requests::FIELD_MANAGER;
+
+/// A namespace a move created in the target, by name and UID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MadeNamespace {
+    pub name: String,
+    pub uid: String,
+}
+
+pub(super) fn namespaces_api(cluster: &Cluster) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("", "v1", "Namespace"),
+        "namespaces",
+    );
+    Api::all_with(cluster.client.clone(), &resource)
+}
+
+/// Removes namespaces this move created and wrote nothing into (each by its UID, so one made
+/// anew by someone else since stays). Best effort: a leftover empty namespace is harmless.
+pub async fn remove_namespaces(target: &Cluster, made: &[MadeNamespace]) {
+    let api = namespaces_api(target);
+    for namespace in made {
+        let only_this = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: Some(namespace.uid.clone()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let _ = api.delete(&namespace.name, &only_this).await;
+    }
+}
+
+/// Ensures a namespace exists in the target; returns it if this call created it.
+pub(super) async fn ensure_namespace(
+    target: &Cluster,
+    namespace: &str,
+) -> Result<Option<MadeNamespace>> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("", "v1", "Namespace"),
+        "namespaces",
+    );
+    let api: Api<DynamicObject> = Api::all_with(target.client.clone(), &resource);
+    if api
+        .get_opt(namespace)
+        .await
+        .map_err(|e| target.api_error(e, "reading namespaces"))?
+        .is_some()
+    {
+        return Ok(None);
+    }
+    let object: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+    )
+    .expect("valid");
+    match api
+        .create(
+            &PostParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..Default::default()
+            },
+            &object,
+        )
+        .await
+    {
+        Ok(made) => Ok(Some(MadeNamespace {
+            name: namespace.to_string(),
+            uid: made.metadata.uid.unwrap_or_default(),
+        })),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
+        Err(e) => Err(target.api_error(e, &format!("creating namespace {namespace}"))),
+    }
+}

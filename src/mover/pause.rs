@@ -1,0 +1,142 @@
+//! Pausing and unpausing what a move pauses (Clusters by `spec.paused`, ClusterClasses by
+//! annotation), and waiting for providers' `block-move` to go once the source is paused.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, stream};
+use kube::api::{DynamicObject, Patch};
+use kube::core::ApiResource;
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::kube::Cluster;
+use crate::model::ObjectRef;
+use crate::names::{BLOCK_MOVE_ANNOTATION, CORE_GROUP, PAUSED_ANNOTATION};
+use crate::snapshot::ListScope;
+
+use super::discover::{MoveType, list_objects};
+use super::journal::{Journal, entry_resource};
+use super::plan::MovePlan;
+use super::progress::{Phase, Progress};
+use super::requests::{api, params, type_of};
+
+/// Pauses the source Clusters (`spec.paused`) and ClusterClasses (annotation).
+pub(super) async fn set_paused(
+    cluster: &Cluster,
+    plan: &MovePlan,
+    types: &[MoveType],
+    paused: bool,
+    concurrency: usize,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let pausable: Vec<(ApiResource, ObjectRef)> = plan
+        .groups
+        .iter()
+        .flatten()
+        .map(|uid| &plan.node(uid).reference)
+        .filter(|r| is_pausable(r))
+        .filter_map(|r| Some((type_of(types, r)?.resource.clone(), r.clone())))
+        .collect();
+    patch_paused(cluster, &pausable, paused, concurrency, progress).await
+}
+
+/// Clusters and ClusterClasses: what a move pauses.
+pub(super) fn is_pausable(reference: &ObjectRef) -> bool {
+    reference.group() == CORE_GROUP && matches!(reference.kind.as_str(), "Cluster" | "ClusterClass")
+}
+
+/// Pauses (or unpauses) Clusters (`spec.paused`) and ClusterClasses (annotation), up to
+/// `concurrency` at once; every started patch finishes before the first error is returned.
+pub(super) async fn patch_paused(
+    cluster: &Cluster,
+    objects: &[(ApiResource, ObjectRef)],
+    paused: bool,
+    concurrency: usize,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let phase = if paused { Phase::Pause } else { Phase::Unpause };
+    progress.begin(phase, objects.len());
+    let answers: Vec<Result<()>> = stream::iter(objects.iter().map(|(resource, reference)| async move {
+        let patch = if reference.kind == "Cluster" {
+            json!({"spec": {"paused": if paused { json!(true) } else { Value::Null }}})
+        } else {
+            json!({"metadata": {"annotations": {PAUSED_ANNOTATION: if paused { json!("") } else { Value::Null }}}})
+        };
+        api(cluster, resource, &reference.namespace)
+            .patch(&reference.name, &params(false), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| {
+                cluster.api_error(
+                    e,
+                    &format!(
+                        "{} {}",
+                        if paused { "pausing" } else { "unpausing" },
+                        reference.kubectl_name()
+                    ),
+                )
+            })?;
+        progress.done(phase, reference);
+        Ok(())
+    }))
+    .buffer_unordered(concurrency.max(1))
+    .collect()
+    .await;
+    answers.into_iter().collect::<Result<Vec<()>>>()?;
+    progress.end(phase);
+    Ok(())
+}
+
+/// Re-reads the planned objects (after pausing, so they arrive paused) and waits until none
+/// carries block-move, within one global timeout. Objects outside the plan are not kept.
+pub(super) async fn read_when_unblocked(
+    source: &Cluster,
+    types: &[MoveType],
+    scope: &ListScope,
+    plan: &MovePlan,
+    timeout: Duration,
+) -> Result<HashMap<String, Arc<DynamicObject>>> {
+    let deadline = Instant::now() + timeout;
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let objects = list_objects(source, types, scope).await?;
+        let fresh: HashMap<String, Arc<DynamicObject>> = objects
+            .into_iter()
+            .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
+            .filter(|(uid, _)| plan.scheduled.contains(uid))
+            .collect();
+        let blocked: Vec<String> = plan
+            .groups
+            .iter()
+            .flatten()
+            .filter_map(|uid| fresh.get(uid))
+            .filter(|o| crate::model::has_annotation(o, BLOCK_MOVE_ANNOTATION))
+            .map(|o| ObjectRef::of(o).kubectl_name())
+            .collect();
+        if blocked.is_empty() {
+            return Ok(fresh);
+        }
+        if Instant::now() > deadline {
+            return Err(Error::Api {
+                context: "waiting for block-move".into(),
+                message: format!(
+                    "resource is not ready to move: {} still carries {BLOCK_MOVE_ANNOTATION}; the source stays paused — unpause its Clusters or run the move again",
+                    blocked.join(", ")
+                ),
+            });
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// The journal's Clusters and ClusterClasses (what the move pauses), with their API resources.
+pub(super) fn pausable_entries(journal: &Journal) -> Vec<(ApiResource, ObjectRef)> {
+    journal
+        .entries
+        .iter()
+        .filter(|e| is_pausable(&e.object))
+        .map(|e| (entry_resource(e), e.object.clone()))
+        .collect()
+}

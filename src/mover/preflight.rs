@@ -1,0 +1,435 @@
+//! The move's preflight: every check before the first write — clusterctl's (through `ready`'s
+//! evaluator), the target's kinds and providers, permissions in both clusters for the move and
+//! its journal, and a server-side dry-run create of every object.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use futures::{StreamExt, stream};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::json;
+
+use crate::error::Result;
+use crate::kube::Cluster;
+use crate::model::ObjectRef;
+use crate::names::CORE_GROUP;
+use crate::ready::{CheckStatus, Options, evaluate};
+use crate::snapshot::Snapshot;
+
+use super::create::{already_exists, target_body};
+use super::discover::MoveType;
+use super::graph::TypeInfo;
+use super::journal::Journal;
+use super::namespaces::{MadeNamespace, ensure_namespace, remove_namespaces};
+use super::pause::is_pausable;
+use super::plan::MovePlan;
+use super::requests::{DEFAULT_CONCURRENCY, Destination, FIELD_MANAGER, api, type_of};
+
+/// clusterctl's provider check: every source provider in the target at an equal or newer version.
+pub(super) async fn check_providers(
+    source: &Cluster,
+    target: &Cluster,
+    failures: &mut Vec<String>,
+) {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("clusterctl.cluster.x-k8s.io", "v1alpha3", "Provider"),
+        "providers",
+    );
+    let list = |c: &Cluster| {
+        let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &resource);
+        async move {
+            api.list(&ListParams::default())
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default()
+        }
+    };
+    let (source_providers, target_providers) = (list(source).await, list(target).await);
+    let version = |v: &str| -> Vec<u64> {
+        v.trim_start_matches('v')
+            .split(['.', '-'])
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    };
+    for p in &source_providers {
+        let (name, type_, v) = (
+            p.data["providerName"].as_str().unwrap_or(""),
+            p.data["type"].as_str().unwrap_or(""),
+            p.data["version"].as_str().unwrap_or(""),
+        );
+        let label = p.metadata.name.clone().unwrap_or_default();
+        let matching: Vec<&DynamicObject> = target_providers
+            .iter()
+            .filter(|t| t.data["providerName"] == name && t.data["type"] == type_)
+            .collect();
+        match matching.iter().map(|t| t.data["version"].as_str().unwrap_or("")).max_by_key(|t| version(t)) {
+            None => failures.push(format!("failed to check providers in target cluster: provider {label} not found in the target cluster")),
+            Some(t) if version(t) < version(v) => failures.push(format!(
+                "failed to check providers in target cluster: provider {label} in the target cluster is older than in the source cluster (source: {v}, target: {t})"
+            )),
+            _ => {}
+        }
+    }
+}
+
+pub(super) async fn access_review(
+    cluster: &Cluster,
+    verb: &str,
+    group: &str,
+    resource: &str,
+    namespace: &str,
+) -> Result<bool> {
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": verb, "group": group, "resource": resource, "namespace": namespace}}});
+    let resource_def = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("authorization.k8s.io", "v1", "SelfSubjectAccessReview"),
+        "selfsubjectaccessreviews",
+    );
+    let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource_def);
+    let object: DynamicObject = serde_json::from_value(review).expect("valid review");
+    let answer = api
+        .create(&PostParams::default(), &object)
+        .await
+        .map_err(|e| cluster.api_error(e, "reviewing permissions"))?;
+    Ok(answer.data["status"]["allowed"] == true)
+}
+
+pub(super) async fn check_permissions(
+    plan: &MovePlan,
+    types: &[MoveType],
+    source: &Cluster,
+    target: &Cluster,
+    this_move: &ThisMove<'_>,
+    failures: &mut Vec<String>,
+) -> Result<()> {
+    let mut needed: BTreeSet<(bool, &'static str, String, String, String)> = BTreeSet::new();
+    // The journal's copy: written at every step, read to resume, removed at the end.
+    if let Some(namespace) = this_move.journal_namespace {
+        for verb in ["get", "list", "create", "patch", "delete"] {
+            needed.insert((
+                true,
+                verb,
+                String::new(),
+                "configmaps".into(),
+                namespace.into(),
+            ));
+        }
+    }
+    for uid in plan.groups.iter().flatten() {
+        let node = plan.node(uid);
+        let Some(t) = type_of(types, &node.reference) else {
+            continue;
+        };
+        let ns = if t.info.namespaced {
+            node.reference.namespace.clone()
+        } else {
+            String::new()
+        };
+        let (group, resource) = (t.info.group.clone(), t.resource.plural.clone());
+        for verb in ["get", "list"] {
+            needed.insert((true, verb, group.clone(), resource.clone(), ns.clone()));
+        }
+        if !plan.kept_in_source.contains(uid) {
+            for verb in ["patch", "delete"] {
+                needed.insert((true, verb, group.clone(), resource.clone(), ns.clone()));
+            }
+        }
+        // A shared ClusterClass stays in the source, but is paused there while the move runs.
+        if is_pausable(&node.reference) {
+            needed.insert((true, "patch", group.clone(), resource.clone(), ns.clone()));
+        }
+        for verb in ["create", "get", "patch"] {
+            needed.insert((false, verb, group.clone(), resource.clone(), ns.clone()));
+        }
+        if this_move.overwrite_existing {
+            needed.insert((false, "update", group.clone(), resource.clone(), ns.clone()));
+        }
+        if !ns.is_empty() {
+            needed.insert((
+                false,
+                "create",
+                String::new(),
+                "namespaces".into(),
+                String::new(),
+            ));
+        }
+    }
+    // Sixteen reviews at a time; answers in a stable order for the report.
+    let answers: Vec<_> = stream::iter(needed.into_iter().map(
+        |(in_source, verb, group, resource, ns)| async move {
+            let cluster = if in_source { source } else { target };
+            let allowed = access_review(cluster, verb, &group, &resource, &ns).await;
+            (in_source, verb, group, resource, ns, allowed)
+        },
+    ))
+    .buffered(DEFAULT_CONCURRENCY)
+    .collect()
+    .await;
+    for (in_source, verb, group, resource, ns, allowed) in answers {
+        if !allowed? {
+            let qualified = if group.is_empty() {
+                resource.clone()
+            } else {
+                format!("{resource}.{group}")
+            };
+            let place = if ns.is_empty() {
+                String::new()
+            } else {
+                format!(" in namespace {ns}")
+            };
+            let which = if in_source { "source" } else { "target" };
+            failures.push(format!(
+                "missing permission in the {which} cluster: {verb} {qualified}{place}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the preflight found.
+pub struct Preflight {
+    /// Every reason the move cannot start (empty: go).
+    pub failures: Vec<String>,
+    /// Objects (source UIDs) that already exist in the target, from the dry-run creates: a
+    /// rollback must never remove them.
+    pub in_target: BTreeSet<String>,
+    /// Namespaces the dry runs needed and the preflight created in the target (when it
+    /// passed): to remove again if the move writes nothing into them (a dry run, a stop before
+    /// the first create).
+    pub made_namespaces: Vec<MadeNamespace>,
+}
+
+/// What the preflight knows of this move beyond its plan.
+#[derive(Default)]
+pub struct ThisMove<'a> {
+    /// The journal of an earlier, interrupted attempt: its own pauses and copies do not block it.
+    pub earlier: Option<&'a Journal>,
+    /// `--overwrite-existing`.
+    pub overwrite_existing: bool,
+    /// Where the journal's copy is kept in the source (its ConfigMaps need permissions too).
+    pub journal_namespace: Option<&'a str>,
+}
+
+/// Every check, before any write.
+pub async fn preflight(
+    plan: &MovePlan,
+    types: &[MoveType],
+    objects: &[(Arc<DynamicObject>, TypeInfo)],
+    source: &Cluster,
+    target: Option<&Destination>,
+    clusters: &[ObjectRef],
+    this_move: &ThisMove<'_>,
+) -> Result<Preflight> {
+    let paused_by_this_move = this_move
+        .earlier
+        .map(|j| j.paused.as_slice())
+        .unwrap_or_default();
+    let mut failures = Vec::new();
+    let in_target = BTreeSet::new();
+    // clusterctl's preflight and what ready adds, through the same evaluator.
+    let mut by_kind: BTreeMap<(String, String), Vec<Arc<DynamicObject>>> = BTreeMap::new();
+    for (object, info) in objects {
+        by_kind
+            .entry((info.group.clone(), info.kind.clone()))
+            .or_default()
+            .push(object.clone());
+    }
+    let snapshot = Snapshot::from_stores(by_kind);
+    let options = Options {
+        clusters: clusters
+            .iter()
+            .map(|c| (c.namespace.clone(), c.name.clone()))
+            .collect(),
+        strict: false,
+    };
+    let report = evaluate(&snapshot, &options);
+    for cluster in &report.clusters {
+        for check in cluster
+            .checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::Fail)
+            // A resumed move's own pause does not block it.
+            .filter(|c| !(c.check == "cluster-paused" && paused_by_this_move.contains(&c.object)))
+            // Paused ClusterClasses are checked over the whole plan below, used or not.
+            .filter(|c| c.check != "clusterclass-paused")
+        {
+            failures.push(check.message.clone());
+        }
+    }
+    // clusterctl's P6, for every ClusterClass that moves (a class no Cluster uses included).
+    let mut paused_classes: Vec<String> = plan
+        .scheduled
+        .iter()
+        .map(|uid| plan.node(uid))
+        .filter(|n| n.reference.kind == "ClusterClass" && n.reference.group() == CORE_GROUP)
+        .filter(|n| !paused_by_this_move.contains(&n.reference))
+        .filter(|n| {
+            n.object
+                .as_ref()
+                .is_some_and(|o| crate::names::is_paused_annotation(o))
+        })
+        .map(|n| format!("{}/{}", n.reference.namespace, n.reference.name))
+        .collect();
+    paused_classes.sort();
+    if !paused_classes.is_empty() {
+        failures.push(crate::names::clusterctl::paused_cluster_classes(
+            &paused_classes.join(", "),
+        ));
+    }
+    let Some(target) = target else {
+        return Ok(Preflight {
+            failures,
+            in_target,
+            made_namespaces: Vec::new(),
+        });
+    };
+    // The target must serve every kind to move at the version it is stored in here.
+    let mut missing = BTreeSet::new();
+    let mut checked = BTreeSet::new();
+    for uid in plan.groups.iter().flatten() {
+        let node = plan.node(uid);
+        let Some(t) = type_of(types, &node.reference) else {
+            continue;
+        };
+        if t.info.group.is_empty() {
+            continue;
+        }
+        let key = (t.info.kind.clone(), t.info.group.clone());
+        if missing.contains(&key) || checked.contains(&key) {
+            continue;
+        }
+        let served = match target.catalog.kind(&t.info.group, &t.info.kind) {
+            Some(k) => k.served_versions.contains(&t.resource.version),
+            // Kinds outside Cluster API's groups (a provider's external objects) are not in the
+            // catalog: ask for their CRD.
+            None => serves_by_crd(&target.cluster, t).await?,
+        };
+        checked.insert(key.clone());
+        if !served && missing.insert(key) {
+            failures.push(format!(
+                "the target cluster does not serve {}.{} at {}; install its provider there (clusterctl init) first",
+                t.info.kind, t.info.group, t.resource.version
+            ));
+        }
+    }
+    check_providers(source, &target.cluster, &mut failures).await;
+    check_permissions(
+        plan,
+        types,
+        source,
+        &target.cluster,
+        this_move,
+        &mut failures,
+    )
+    .await?;
+    if !failures.is_empty() {
+        return Ok(Preflight {
+            failures,
+            in_target,
+            made_namespaces: Vec::new(),
+        });
+    }
+    dry_run_creates(plan, types, &target.cluster, this_move, failures).await
+}
+
+/// A server-side dry run of every create in the target, so schema, size and webhook rejections
+/// surface before any write; objects already there are refused unless expected (global, this
+/// move's own, `--overwrite-existing`). The namespaces the dry runs need are created, and removed
+/// again when anything fails.
+pub async fn dry_run_creates(
+    plan: &MovePlan,
+    types: &[MoveType],
+    target: &Cluster,
+    this_move: &ThisMove<'_>,
+    mut failures: Vec<String>,
+) -> Result<Preflight> {
+    let mut in_target = BTreeSet::new();
+    let mut created_namespaces = Vec::new();
+    let mut seen_namespaces = BTreeSet::new();
+    for uid in plan.groups.iter().flatten() {
+        let namespace = &plan.node(uid).reference.namespace;
+        if !namespace.is_empty() && seen_namespaces.insert(namespace.clone()) {
+            created_namespaces.extend(ensure_namespace(target, namespace).await?);
+        }
+    }
+    let dry_runs = plan.groups.iter().flatten().filter_map(|uid| {
+        let node = plan.node(uid);
+        let t = type_of(types, &node.reference)?;
+        let object = node.object.as_ref()?;
+        Some((uid, node, t, object))
+    });
+    // In parallel, answers kept in plan order so the report reads the same every time.
+    let answers: Vec<_> = stream::iter(dry_runs.map(|(uid, node, t, object)| async move {
+        let (body, _) = target_body(plan, object, &HashMap::new());
+        let object: DynamicObject = serde_json::from_value(body).expect("valid body");
+        let result = api(target, &t.resource, &node.reference.namespace)
+            .create(
+                &PostParams {
+                    dry_run: true,
+                    field_manager: Some(FIELD_MANAGER.into()),
+                },
+                &object,
+            )
+            .await
+            // Only the verdict is kept: 10,000 answered objects would double the move's memory.
+            .map(|_| ());
+        (uid, node, result)
+    }))
+    .buffered(DEFAULT_CONCURRENCY)
+    .collect()
+    .await;
+    for (uid, node, result) in answers {
+        match result {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+                in_target.insert(uid.clone());
+                // Shared by design (reused), or this move's own copy from an earlier attempt.
+                let expected = node.is_global
+                    || node.global_hierarchy
+                    || this_move
+                        .earlier
+                        .is_some_and(|j| j.created_by_this_move(uid));
+                if !expected && !this_move.overwrite_existing {
+                    failures.push(already_exists(&node.reference));
+                }
+            }
+            Err(kube::Error::Api(s)) => failures.push(format!(
+                "the target cluster rejects {}: {}",
+                node.reference.kubectl_name(),
+                s.message
+            )),
+            Err(e) => {
+                return Err(target.api_error(e, "dry-run creating objects in the target"));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        remove_namespaces(target, &created_namespaces).await;
+        created_namespaces.clear();
+    }
+    Ok(Preflight {
+        failures,
+        in_target,
+        made_namespaces: created_namespaces,
+    })
+}
+
+/// Whether the target has a CRD for the kind that serves the version it is stored in here.
+pub(super) async fn serves_by_crd(target: &Cluster, t: &MoveType) -> Result<bool> {
+    let crds: Api<CustomResourceDefinition> = Api::all(target.client.clone());
+    let name = format!("{}.{}", t.resource.plural, t.info.group);
+    let crd = crds
+        .get_opt(&name)
+        .await
+        .map_err(|e| target.api_error(e, &format!("reading CustomResourceDefinition {name}")))?;
+    Ok(crd.is_some_and(|crd| {
+        crd.spec.names.kind == t.info.kind
+            && crd
+                .spec
+                .versions
+                .iter()
+                .any(|v| v.served && v.name == t.resource.version)
+    }))
+}

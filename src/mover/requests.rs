@@ -1,0 +1,71 @@
+//! How the move addresses objects: their API by type, the parameters of its writes, the field
+//! manager it writes as, how many writes run at once, and the destination cluster.
+
+use kube::api::{Api, DynamicObject, PatchParams};
+use kube::core::ApiResource;
+
+use crate::error::{Error, Result};
+use crate::kube::{Catalog, Cluster};
+use crate::model::ObjectRef;
+
+use super::discover::MoveType;
+
+pub const FIELD_MANAGER: &str = "kubectl-capi";
+
+/// Writes in flight at once within a move group, unless `--concurrency` says otherwise.
+pub const DEFAULT_CONCURRENCY: usize = 16;
+
+/// The destination management cluster.
+pub struct Destination {
+    pub cluster: Cluster,
+    pub catalog: Catalog,
+}
+
+pub fn type_of<'a>(types: &'a [MoveType], reference: &ObjectRef) -> Option<&'a MoveType> {
+    types
+        .iter()
+        .find(|t| t.info.group == reference.group() && t.info.kind == reference.kind)
+}
+
+pub(super) fn api(
+    cluster: &Cluster,
+    resource: &ApiResource,
+    namespace: &str,
+) -> Api<DynamicObject> {
+    if namespace.is_empty() {
+        Api::all_with(cluster.client.clone(), resource)
+    } else {
+        Api::namespaced_with(cluster.client.clone(), namespace, resource)
+    }
+}
+
+pub(super) fn params(dry_run: bool) -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        dry_run,
+        ..PatchParams::default()
+    }
+}
+
+/// Splits a group's answers: what succeeded (to journal) and the first error (to end the move
+/// with once the successes are recorded).
+pub(super) fn successes_and_first_error<T>(answers: Vec<Result<T>>) -> (Vec<T>, Option<Error>) {
+    let mut done = Vec::new();
+    let mut failure = None;
+    for answer in answers {
+        match answer {
+            Ok(value) => done.push(value),
+            Err(e) => failure = failure.or(Some(e)),
+        }
+    }
+    (done, failure)
+}
+
+/// The summary's per-kind key: `Kind.group`, or `Kind` for the core group.
+pub(super) fn kind_key(kind: &str, group: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    }
+}

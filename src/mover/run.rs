@@ -1,0 +1,169 @@
+//! The move, as clusterctl's `move()` reads: a short list of named steps over a checked plan —
+//! pause, wait for block-move, create, delete, unpause — each journalled.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::kube::Cluster;
+use crate::model::ObjectRef;
+use crate::snapshot::ListScope;
+
+use super::create::{Creating, create_groups};
+use super::delete::Skipped;
+use super::delete::delete_entries;
+use super::discover::MoveType;
+use super::journal::{JournalFile, Stage};
+use super::namespaces::{MadeNamespace, remove_namespaces};
+use super::pause::{read_when_unblocked, set_paused};
+use super::plan::{Excluded, MovePlan};
+use super::progress::Progress;
+use super::requests::Destination;
+use super::stop::Stop;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub clusters: Vec<ObjectRef>,
+    /// Objects created in the target, per `Kind.group`.
+    pub created: BTreeMap<String, usize>,
+    pub deleted: usize,
+    /// Objects the move meant to delete but found replaced by another of the same name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+    pub kept_in_source: usize,
+    pub excluded: Vec<Excluded>,
+    /// Objects frozen by `kubectl capi pause` that stay frozen in the target.
+    pub frozen_in_target: Vec<ObjectRef>,
+    pub seconds: f64,
+}
+
+/// The source management cluster, and what move reads there.
+pub struct Source<'a> {
+    pub cluster: &'a Cluster,
+    pub types: &'a [MoveType],
+    pub scope: &'a ListScope,
+}
+
+/// How the move runs.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// One global limit for block-move to go.
+    pub timeout: Duration,
+    /// Replay `.status` after create.
+    pub restore_status: bool,
+    /// Writes in flight at once within a move group.
+    pub concurrency: usize,
+    /// `--overwrite-existing`: update objects that were in the target before the move.
+    pub overwrite_existing: bool,
+    /// Namespaces the preflight created in the target: removed again if the move stops before
+    /// its first create.
+    pub made_namespaces: Vec<MadeNamespace>,
+    /// Set on Ctrl-C: no new write starts; those in flight finish and are journalled.
+    pub stop: Stop,
+}
+
+/// Runs the move after a passed preflight.
+pub async fn run(
+    plan: &MovePlan,
+    source: &Source<'_>,
+    target: &Destination,
+    options: &RunOptions,
+    clusters: Vec<ObjectRef>,
+    progress: &dyn Progress,
+    journal: &mut JournalFile,
+) -> Result<Summary> {
+    let timeout = options.timeout;
+    let (types, scope) = (source.types, source.scope);
+    let source = source.cluster;
+    let started = Instant::now();
+    let before_creating = async {
+        journal.stage(Stage::Pausing).await?;
+        set_paused(source, plan, types, true, options.concurrency, progress).await?;
+        let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
+        // clusterctl reads each object again before creating it and stops when one is gone; so
+        // does this, before the first create.
+        let vanished: Vec<String> = plan
+            .groups
+            .iter()
+            .flatten()
+            .filter(|uid| !fresh.contains_key(*uid))
+            .map(|uid| plan.node(uid).reference.kubectl_name())
+            .collect();
+        if !vanished.is_empty() {
+            return Err(Error::Api {
+                context: "reading the objects to move".into(),
+                message: format!(
+                    "{} left the source after the move was planned; nothing was created — run the move again to plan it anew",
+                    vanished.join(", ")
+                ),
+            });
+        }
+        journal.journal.sending_group(0);
+        journal.stage(Stage::Creating).await?;
+        Ok(fresh)
+    };
+    let fresh = match before_creating.await {
+        Ok(fresh) => fresh,
+        Err(e) => {
+            // Nothing was written into the target yet: it is left as it was found.
+            remove_namespaces(&target.cluster, &options.made_namespaces).await;
+            return Err(e);
+        }
+    };
+    let created = create_groups(
+        plan,
+        types,
+        target,
+        &fresh,
+        Creating {
+            preexisting: BTreeSet::new(),
+            overwrite_existing: options.overwrite_existing,
+            restore_status: options.restore_status,
+            concurrency: options.concurrency,
+            stop: options.stop.clone(),
+        },
+        progress,
+        Some(&mut *journal),
+    )
+    .await?;
+    options.stop.check()?;
+    journal.stage(Stage::Deleting).await?;
+    let deleted = delete_entries(
+        source,
+        journal,
+        |e| (!e.kept_in_source && !e.deleted).then(|| e.uid.clone()),
+        |e| e.deleted = true,
+        "source",
+        (options.concurrency, &options.stop),
+        progress,
+    )
+    .await?;
+    journal.stage(Stage::Unpausing).await?;
+    set_paused(
+        &target.cluster,
+        plan,
+        types,
+        false,
+        options.concurrency,
+        progress,
+    )
+    .await?;
+    journal.stage(Stage::Done).await?;
+    Ok(Summary {
+        api_version: "kubectl-capi/v1",
+        kind: "MoveSummary",
+        clusters,
+        created: created.per_kind,
+        deleted: deleted.count,
+        skipped: deleted.skipped,
+        kept_in_source: plan.kept_in_source.len(),
+        excluded: plan.excluded.clone(),
+        frozen_in_target: created.frozen,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
