@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::freeze::apply::{self, DryRun, Mode, Outcome, Request};
 use crate::freeze::plan::{Action, state_of};
 use crate::kube::{Catalog, Cluster, connect};
-use crate::model::{HealthCheckView, ScalerKind, ScalerView};
+use crate::model::{HealthCheckView, ScalerView, kinds};
 use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{OutputFormat, Settings, parse_request_timeout};
@@ -19,27 +19,21 @@ use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
 /// The kinds a freeze reads: Clusters, the core scalers, health checks, every control plane
 /// kind and every infrastructure machine pool kind.
 pub fn kinds(catalog: &Catalog) -> Vec<KindKey> {
-    let mut kinds: Vec<KindKey> = [
-        "Cluster",
-        "MachineDeployment",
-        "MachineSet",
-        "MachinePool",
-        "MachineHealthCheck",
-    ]
-    .iter()
-    .filter(|k| catalog.kind(CORE_GROUP, k).is_some())
-    .map(|k| key(CORE_GROUP, k))
-    .collect();
+    let core = ["Cluster", kinds::REMEDIATION]
+        .into_iter()
+        .chain(kinds::CORE_SCALERS.iter().map(|(kind, _)| *kind));
+    let mut wanted: Vec<KindKey> = core
+        .filter(|k| catalog.kind(CORE_GROUP, k).is_some())
+        .map(|k| key(CORE_GROUP, k))
+        .collect();
+    // Provider kinds that scale: control planes and infrastructure machine pools.
     for info in catalog.kinds() {
         let (group, kind) = (info.resource.group.as_str(), info.resource.kind.as_str());
-        let control_plane = group == "controlplane.cluster.x-k8s.io" && !kind.ends_with("Template");
-        let machine_pool =
-            group == "infrastructure.cluster.x-k8s.io" && kind.ends_with("MachinePool");
-        if control_plane || machine_pool {
-            kinds.push(key(group, kind));
+        if group != CORE_GROUP && kinds::role(group, kind).is_some() {
+            wanted.push(key(group, kind));
         }
     }
-    kinds
+    wanted
 }
 
 #[derive(Serialize)]
@@ -48,18 +42,6 @@ struct Result_ {
     api_version: &'static str,
     kind: &'static str,
     items: Vec<Outcome>,
-}
-
-fn scaler_kind(kind: &str, group: &str) -> Option<ScalerKind> {
-    match (group, kind) {
-        (CORE_GROUP, "MachineDeployment") => Some(ScalerKind::MachineDeployment),
-        (CORE_GROUP, "MachineSet") => Some(ScalerKind::MachineSet),
-        (CORE_GROUP, "MachinePool") | ("infrastructure.cluster.x-k8s.io", _) => {
-            Some(ScalerKind::MachinePool)
-        }
-        ("controlplane.cluster.x-k8s.io", _) => Some(ScalerKind::ControlPlane),
-        _ => None,
-    }
 }
 
 /// Waits until every touched object reports `Paused` as wanted (objects reporting no `Paused`
@@ -87,7 +69,9 @@ async fn wait_acknowledged(
                 })
                 .cloned();
             let condition = object.as_ref().and_then(|o| {
-                match scaler_kind(&outcome.object.kind, outcome.object.group()) {
+                match kinds::role(outcome.object.group(), &outcome.object.kind)
+                    .and_then(kinds::Role::reads_as)
+                {
                     Some(kind) => ScalerView::read(o, kind).paused_condition,
                     None => HealthCheckView::read(o).paused_condition,
                 }

@@ -7,7 +7,8 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use crate::cli::ReadyArgs;
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster, connect};
-use crate::names::CORE_GROUP;
+use crate::model;
+use crate::names::{CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
 use crate::output::{ExitStatus, Printer};
 use crate::ready::evaluate::{Options, Report, evaluate};
 use crate::ready::render::render;
@@ -18,26 +19,23 @@ use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
 /// The kinds the evaluation reads: the core kinds, and every non-template kind of the control
 /// plane, infrastructure and bootstrap providers. One LIST each, whatever the cluster count.
 pub fn kinds(catalog: &Catalog) -> Vec<KindKey> {
-    let mut kinds: Vec<KindKey> = [
+    let core = [
         "Cluster",
         "ClusterClass",
         "Machine",
-        "MachineSet",
-        "MachineDeployment",
-        "MachinePool",
-        "MachineHealthCheck",
+        model::kinds::REMEDIATION,
     ]
-    .iter()
-    .filter(|k| catalog.kind(CORE_GROUP, k).is_some())
-    .map(|k| key(CORE_GROUP, k))
-    .collect();
+    .into_iter()
+    .chain(model::kinds::CORE_SCALERS.iter().map(|(kind, _)| *kind));
+    let mut kinds: Vec<KindKey> = core
+        .filter(|k| catalog.kind(CORE_GROUP, k).is_some())
+        .map(|k| key(CORE_GROUP, k))
+        .collect();
     for info in catalog.kinds() {
         let group = info.resource.group.as_str();
         let provider = matches!(
             group,
-            "controlplane.cluster.x-k8s.io"
-                | "infrastructure.cluster.x-k8s.io"
-                | "bootstrap.cluster.x-k8s.io"
+            CONTROL_PLANE_GROUP | INFRASTRUCTURE_GROUP | "bootstrap.cluster.x-k8s.io"
         );
         if provider && !info.resource.kind.ends_with("Template") {
             kinds.push(key(group, &info.resource.kind));

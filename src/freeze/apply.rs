@@ -17,7 +17,6 @@ use crate::model::ObjectRef;
 use crate::names::{FROZEN_BY_ANNOTATION, PAUSED_ANNOTATION};
 use crate::snapshot::{Fetch, Snapshot};
 
-pub const FIELD_MANAGER: &str = "kubectl-capi";
 /// Passes of a freeze before giving up on objects that keep appearing.
 const MAX_PASSES: usize = 10;
 const CONFLICT_RETRIES: u32 = 5;
@@ -124,7 +123,7 @@ async fn patch_one(
 ) -> Result<Action> {
     let api = api_for(cluster, catalog, &target.object)?;
     let mut params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.into()),
+        field_manager: Some(crate::kube::FIELD_MANAGER.into()),
         ..PatchParams::default()
     };
     params.dry_run = request.dry_run == DryRun::Server;

@@ -132,11 +132,7 @@ pub fn targets(
     {
         out.push(target(cp, Some(ScalerKind::ControlPlane)));
     }
-    for (kind, scaler) in [
-        ("MachineDeployment", ScalerKind::MachineDeployment),
-        ("MachineSet", ScalerKind::MachineSet),
-        ("MachinePool", ScalerKind::MachinePool),
-    ] {
+    for (kind, scaler) in crate::model::kinds::CORE_SCALERS {
         let mut objects: Vec<&DynamicObject> = snapshot
             .of_cluster(CORE_GROUP, kind, namespace, cluster)
             .map(|o| o.as_ref())
@@ -157,7 +153,12 @@ pub fn targets(
     }
     if !keep_remediation {
         let mut checks: Vec<&DynamicObject> = snapshot
-            .of_cluster(CORE_GROUP, "MachineHealthCheck", namespace, cluster)
+            .of_cluster(
+                CORE_GROUP,
+                crate::model::kinds::REMEDIATION,
+                namespace,
+                cluster,
+            )
             .map(|o| o.as_ref())
             .collect();
         checks.sort_by_key(|o| o.metadata.name.clone());

@@ -4,5 +4,8 @@ pub mod catalog;
 pub mod connect;
 pub mod retry;
 
+/// The field manager every write of the plugin names (servers record it in managedFields).
+pub const FIELD_MANAGER: &str = "kubectl-capi";
+
 pub use catalog::{Catalog, KindInfo};
 pub use connect::{Cluster, connect};

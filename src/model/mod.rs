@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod conditions;
+pub mod kinds;
 pub mod machine;
 pub mod scalers;
 

@@ -17,9 +17,7 @@ use super::journal::JournalFile;
 use super::namespaces::ensure_namespace;
 use super::plan::MovePlan;
 use super::progress::{Phase, Progress};
-use super::requests::{
-    Destination, FIELD_MANAGER, api, kind_key, params, successes_and_first_error, type_of,
-};
+use super::requests::{Destination, api, kind_key, params, successes_and_first_error, type_of};
 use super::stop::Stop;
 
 /// The body to create in the target: server-owned fields cleared, owners rebuilt with the
@@ -105,7 +103,7 @@ pub(super) async fn overwrite(
     reference: &ObjectRef,
 ) -> Result<()> {
     let write = PostParams {
-        field_manager: Some(FIELD_MANAGER.into()),
+        field_manager: Some(crate::kube::FIELD_MANAGER.into()),
         ..Default::default()
     };
     let failed = |e| {
@@ -161,7 +159,7 @@ pub(super) async fn create_one(
     let target_api = api(target, &t.resource, namespace);
     let object: DynamicObject = serde_json::from_value(body).expect("valid body");
     let write = PostParams {
-        field_manager: Some(FIELD_MANAGER.into()),
+        field_manager: Some(crate::kube::FIELD_MANAGER.into()),
         ..Default::default()
     };
     let (uid, made) = match target_api.create(&write, &object).await {

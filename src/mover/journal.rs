@@ -125,8 +125,7 @@ impl Journal {
                 let Some((resource, namespaced)) = resource_of(&node.reference) else {
                     continue;
                 };
-                if node.reference.group() == crate::names::CORE_GROUP
-                    && matches!(node.reference.kind.as_str(), "Cluster" | "ClusterClass")
+                if crate::model::kinds::paused_by_move(node.reference.group(), &node.reference.kind)
                 {
                     paused.push(node.reference.clone());
                 }
@@ -726,7 +725,7 @@ pub mod copy {
                         let written = api
                             .patch(
                                 &name(key, index),
-                                &PatchParams::apply(crate::mover::requests::FIELD_MANAGER).force(),
+                                &PatchParams::apply(crate::kube::FIELD_MANAGER).force(),
                                 &Patch::Apply(&body),
                             )
                             .await

@@ -8,8 +8,6 @@ use serde_json::json;
 use crate::error::Result;
 use crate::kube::Cluster;
 
-use super::requests::FIELD_MANAGER;
-
 /// A namespace a move created in the target, by name and UID.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MadeNamespace {
@@ -66,7 +64,7 @@ pub(super) async fn ensure_namespace(
     match api
         .create(
             &PostParams {
-                field_manager: Some(FIELD_MANAGER.into()),
+                field_manager: Some(crate::kube::FIELD_MANAGER.into()),
                 ..Default::default()
             },
             &object,

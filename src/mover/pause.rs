@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::model::ObjectRef;
-use crate::names::{BLOCK_MOVE_ANNOTATION, CORE_GROUP, PAUSED_ANNOTATION};
+use crate::names::{BLOCK_MOVE_ANNOTATION, PAUSED_ANNOTATION};
 use crate::snapshot::ListScope;
 
 use super::discover::{MoveType, list_objects};
@@ -44,7 +44,7 @@ pub(super) async fn set_paused(
 
 /// Clusters and ClusterClasses: what a move pauses.
 pub(super) fn is_pausable(reference: &ObjectRef) -> bool {
-    reference.group() == CORE_GROUP && matches!(reference.kind.as_str(), "Cluster" | "ClusterClass")
+    crate::model::kinds::paused_by_move(reference.group(), &reference.kind)
 }
 
 /// Pauses (or unpauses) Clusters (`spec.paused`) and ClusterClasses (annotation), up to

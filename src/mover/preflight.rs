@@ -25,7 +25,7 @@ use super::journal::Journal;
 use super::namespaces::{MadeNamespace, ensure_namespace, remove_namespaces};
 use super::pause::is_pausable;
 use super::plan::MovePlan;
-use super::requests::{DEFAULT_CONCURRENCY, Destination, FIELD_MANAGER, api, type_of};
+use super::requests::{DEFAULT_CONCURRENCY, Destination, api, type_of};
 
 /// clusterctl's provider check: every source provider in the target at an equal or newer version.
 pub(super) async fn check_providers(
@@ -368,7 +368,7 @@ pub async fn dry_run_creates(
             .create(
                 &PostParams {
                     dry_run: true,
-                    field_manager: Some(FIELD_MANAGER.into()),
+                    field_manager: Some(crate::kube::FIELD_MANAGER.into()),
                 },
                 &object,
             )

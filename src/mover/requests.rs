@@ -5,12 +5,10 @@ use kube::api::{Api, DynamicObject, PatchParams};
 use kube::core::ApiResource;
 
 use crate::error::{Error, Result};
-use crate::kube::{Catalog, Cluster};
+use crate::kube::{Catalog, Cluster, FIELD_MANAGER};
 use crate::model::ObjectRef;
 
 use super::discover::MoveType;
-
-pub const FIELD_MANAGER: &str = "kubectl-capi";
 
 /// Writes in flight at once within a move group, unless `--concurrency` says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 16;

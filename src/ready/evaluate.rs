@@ -8,11 +8,9 @@ use serde::Serialize;
 
 use crate::model::{
     ClusterClassView, ClusterView, HealthCheckView, MachineView, ObjectRef, ScalerKind, ScalerView,
-    annotation, has_annotation,
+    annotation, has_annotation, kinds,
 };
-use crate::names::{
-    self, BLOCK_MOVE_ANNOTATION, CONTROL_PLANE_GROUP, CORE_GROUP, FROZEN_BY_ANNOTATION, clusterctl,
-};
+use crate::names::{self, BLOCK_MOVE_ANNOTATION, CORE_GROUP, FROZEN_BY_ANNOTATION, clusterctl};
 use crate::snapshot::Snapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -123,13 +121,7 @@ fn scaler_kind(object: &DynamicObject) -> Option<ScalerKind> {
         .rsplit_once('/')
         .map(|(g, _)| g)
         .unwrap_or("");
-    match (group, types.kind.as_str()) {
-        (CORE_GROUP, "MachineDeployment") => Some(ScalerKind::MachineDeployment),
-        (CORE_GROUP, "MachineSet") => Some(ScalerKind::MachineSet),
-        (CORE_GROUP, "MachinePool") => Some(ScalerKind::MachinePool),
-        (CONTROL_PLANE_GROUP, _) => Some(ScalerKind::ControlPlane),
-        _ => None,
-    }
+    kinds::scaler(group, &types.kind)
 }
 
 fn name_of(r: &ObjectRef) -> String {
@@ -372,7 +364,7 @@ fn evaluate_cluster(
     if let Some(cp) = scope.control_plane() {
         scalers.push(cp);
     }
-    for kind in ["MachineDeployment", "MachineSet", "MachinePool"] {
+    for (kind, _) in kinds::CORE_SCALERS {
         scalers.extend(scope.of(CORE_GROUP, kind));
     }
     let mut control_plane = None;
@@ -476,7 +468,7 @@ fn evaluate_cluster(
         .count();
 
     // MachineHealthCheck remediation in progress.
-    for object in scope.of(CORE_GROUP, "MachineHealthCheck") {
+    for object in scope.of(CORE_GROUP, kinds::REMEDIATION) {
         let mhc = HealthCheckView::read(object);
         if let Some(f) = frozen_state(object, mhc.paused_condition) {
             frozen.push(f);

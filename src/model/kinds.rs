@@ -1,0 +1,113 @@
+//! The one registry of Cluster API kinds and their roles — which create and delete Machines,
+//! which is an infrastructure pool, which remediates, which a move pauses — read by `model`,
+//! `ready`, `freeze` and `mover`. A new scaling kind is one entry here (and its tests).
+
+use super::ScalerKind;
+use crate::names::{CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
+
+/// The core kinds that create and delete Machines, in the order freeze and ready take them.
+pub const CORE_SCALERS: [(&str, ScalerKind); 3] = [
+    ("MachineDeployment", ScalerKind::MachineDeployment),
+    ("MachineSet", ScalerKind::MachineSet),
+    ("MachinePool", ScalerKind::MachinePool),
+];
+
+/// The kind that marks unhealthy Machines for their owners to remediate (delete and recreate).
+pub const REMEDIATION: &str = "MachineHealthCheck";
+
+/// What a kind does to a Cluster's Machines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Creates and deletes Machines (a control plane, a MachineDeployment, …).
+    Scaler(ScalerKind),
+    /// A MachinePool's infrastructure pool, which does the pool's scaling.
+    InfrastructurePool,
+    /// Remediation: marks Machines that its owners then replace.
+    Remediation,
+}
+
+impl Role {
+    /// How an object of this role is read (its replicas, its `Paused` condition): an
+    /// infrastructure pool as the pool it scales; remediation is not a scaler.
+    pub fn reads_as(self) -> Option<ScalerKind> {
+        match self {
+            Role::Scaler(kind) => Some(kind),
+            Role::InfrastructurePool => Some(ScalerKind::MachinePool),
+            Role::Remediation => None,
+        }
+    }
+}
+
+/// The role of `kind` served in API group `group`, if it has one. Templates have none.
+pub fn role(group: &str, kind: &str) -> Option<Role> {
+    if kind.ends_with("Template") {
+        return None;
+    }
+    match group {
+        CORE_GROUP if kind == REMEDIATION => Some(Role::Remediation),
+        CORE_GROUP => CORE_SCALERS
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, scaler)| Role::Scaler(*scaler)),
+        CONTROL_PLANE_GROUP => Some(Role::Scaler(ScalerKind::ControlPlane)),
+        INFRASTRUCTURE_GROUP if kind.ends_with("MachinePool") => Some(Role::InfrastructurePool),
+        _ => None,
+    }
+}
+
+/// The scaler kind of `kind` in `group`: what ready's scaling check counts (an infrastructure
+/// pool is counted through its MachinePool, so it is none).
+pub fn scaler(group: &str, kind: &str) -> Option<ScalerKind> {
+    match role(group, kind)? {
+        Role::Scaler(scaler) => Some(scaler),
+        Role::InfrastructurePool | Role::Remediation => None,
+    }
+}
+
+/// What a move pauses for its duration: Clusters (`spec.paused`) and ClusterClasses (the paused
+/// annotation).
+pub fn paused_by_move(group: &str, kind: &str) -> bool {
+    group == CORE_GROUP && matches!(kind, "Cluster" | "ClusterClass")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_the_role_it_plays() {
+        for (kind, scaler) in CORE_SCALERS {
+            assert_eq!(role(CORE_GROUP, kind), Some(Role::Scaler(scaler)));
+        }
+        assert_eq!(
+            role(CORE_GROUP, "MachineHealthCheck"),
+            Some(Role::Remediation)
+        );
+        assert_eq!(role(CORE_GROUP, "Machine"), None);
+        assert_eq!(
+            role(CONTROL_PLANE_GROUP, "KubeadmControlPlane"),
+            Some(Role::Scaler(ScalerKind::ControlPlane))
+        );
+        assert_eq!(
+            role(CONTROL_PLANE_GROUP, "KubeadmControlPlaneTemplate"),
+            None
+        );
+        assert_eq!(
+            role(INFRASTRUCTURE_GROUP, "DockerMachinePool"),
+            Some(Role::InfrastructurePool)
+        );
+        assert_eq!(
+            role(INFRASTRUCTURE_GROUP, "DockerMachinePoolTemplate"),
+            None
+        );
+        assert_eq!(role(INFRASTRUCTURE_GROUP, "DockerMachine"), None);
+        // The pool is read as the pool it scales, but counted through its MachinePool.
+        assert_eq!(
+            role(INFRASTRUCTURE_GROUP, "DockerMachinePool").and_then(Role::reads_as),
+            Some(ScalerKind::MachinePool)
+        );
+        assert_eq!(scaler(INFRASTRUCTURE_GROUP, "DockerMachinePool"), None);
+        assert!(paused_by_move(CORE_GROUP, "ClusterClass"));
+        assert!(!paused_by_move(CORE_GROUP, "Machine"));
+    }
+}
