@@ -1,6 +1,7 @@
 //! Command-line types only: what the user can type. `settings` resolves them.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -50,12 +51,12 @@ pub struct GlobalArgs {
     /// Label selector on Clusters (e.g. env=prod,tier in (a,b)).
     #[arg(short = 'l', long, global = true, value_name = "SELECTOR")]
     pub selector: Option<String>,
-    /// Output format: table, wide, json, yaml or name.
-    #[arg(short = 'o', long, global = true, value_name = "FORMAT")]
-    pub output: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long, global = true, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Table, hide_default_value = true)]
+    pub output: OutputFormat,
     /// Time limit of each API request, as kubectl takes it: 0 (none), 30 (seconds), 1s, 2m, 3h.
-    #[arg(long, global = true, value_name = "DURATION")]
-    pub request_timeout: Option<String>,
+    #[arg(long, global = true, value_name = "DURATION", value_parser = request_timeout)]
+    pub request_timeout: Option<Duration>,
     /// Log verbosity, as kubectl's -v (requests at 6 and above).
     #[arg(short = 'v', long = "v", global = true, value_name = "LEVEL")]
     pub verbosity: Option<u8>,
@@ -71,6 +72,143 @@ pub struct GlobalArgs {
     /// When to colour status words.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+}
+
+/// `-o`: what stdout holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum OutputFormat {
+    #[default]
+    Table,
+    Wide,
+    Json,
+    Yaml,
+    Name,
+}
+
+impl OutputFormat {
+    /// Machine-readable output: nothing but the data on stdout, never progress.
+    pub fn is_structured(self) -> bool {
+        matches!(
+            self,
+            OutputFormat::Json | OutputFormat::Yaml | OutputFormat::Name
+        )
+    }
+}
+
+/// `--dry-run`: client (nothing sent) or server (`dryRun=All`); `none` is the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum DryRun {
+    #[default]
+    None,
+    Client,
+    Server,
+}
+
+impl DryRun {
+    /// kubectl's suffix on confirmation lines.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            DryRun::None => "",
+            DryRun::Client => " (dry run)",
+            DryRun::Server => " (server dry run)",
+        }
+    }
+}
+
+/// A duration as kubectl takes one: whole seconds, or numbers with units like `1m30s`, `500ms`.
+fn parse_duration(value: &str) -> Result<Duration, String> {
+    let invalid = || {
+        format!(
+            "\"{value}\" is not a duration: use a whole number of seconds or a number with a unit (e.g. 1s, 2m, 3h)"
+        )
+    };
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return bounded(Duration::from_secs(seconds.min(LONGEST.as_secs() + 1)));
+    }
+    let mut total = Duration::ZERO;
+    let mut number = String::new();
+    let mut chars = value.chars().peekable();
+    let mut saw_unit = false;
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            number.push(c);
+            continue;
+        }
+        let unit = if c == 'm' && chars.peek() == Some(&'s') {
+            chars.next();
+            "ms"
+        } else {
+            match c {
+                'h' => "h",
+                'm' => "m",
+                's' => "s",
+                _ => return Err(invalid()),
+            }
+        };
+        let n: f64 = number
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite())
+            .ok_or_else(invalid)?;
+        number.clear();
+        saw_unit = true;
+        let seconds = match unit {
+            "h" => n * 3600.0,
+            "m" => n * 60.0,
+            "s" => n,
+            _ => n / 1000.0,
+        };
+        // Beyond the longest allowed is refused below; capping first keeps the sum finite.
+        total += Duration::from_secs_f64(seconds.min(LONGEST.as_secs_f64() + 1.0));
+    }
+    if !number.is_empty() || !saw_unit {
+        return Err(invalid());
+    }
+    bounded(total)
+}
+
+/// The longest duration any flag takes: a year (longer ones overflow deadlines, and are typos).
+pub const LONGEST: Duration = Duration::from_secs(365 * 24 * 3600);
+
+fn bounded(duration: Duration) -> Result<Duration, String> {
+    if duration > LONGEST {
+        return Err("longer than the longest allowed, 8760h (a year)".into());
+    }
+    Ok(duration)
+}
+
+/// `--request-timeout`: a duration, `0` for none.
+pub fn request_timeout(value: &str) -> Result<Duration, String> {
+    parse_duration(value)
+}
+
+/// `--timeout`: a duration, never 0.
+pub fn timeout(value: &str) -> Result<Duration, String> {
+    let duration = parse_duration(value)?;
+    if duration.is_zero() {
+        return Err(
+            "a timeout of 0 would give up at once; pass a duration such as 30s or 10m".into(),
+        );
+    }
+    Ok(duration)
+}
+
+/// A duration as flags take it back: `10m`, `1h30m`, `45s`, `500ms`.
+pub fn show_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if !millis.is_multiple_of(1000) {
+        return format!("{millis}ms");
+    }
+    let seconds = duration.as_secs();
+    let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let mut out = String::new();
+    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
+        }
+    }
+    if out.is_empty() { "0s".into() } else { out }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -128,8 +266,8 @@ pub struct ReadyArgs {
     #[arg(long)]
     pub wait: bool,
     /// How long --wait waits, e.g. 30s, 10m.
-    #[arg(long, default_value = "10m", value_name = "DURATION")]
-    pub timeout: String,
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    pub timeout: Duration,
     /// List every check with its status, object and message.
     #[arg(long)]
     pub details: bool,
@@ -168,11 +306,11 @@ pub struct FreezeSelection {
     #[arg(long)]
     pub wait: bool,
     /// How long --wait waits, e.g. 30s, 10m.
-    #[arg(long, default_value = "10m", value_name = "DURATION")]
-    pub timeout: String,
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    pub timeout: Duration,
     /// Show what would change without changing it: client (nothing sent) or server (dryRun=All).
-    #[arg(long, num_args = 0..=1, default_missing_value = "client", require_equals = true, value_name = "client|server")]
-    pub dry_run: Option<String>,
+    #[arg(long, value_enum, num_args = 0..=1, default_value_t = DryRun::None, default_missing_value = "client", require_equals = true, value_name = "client|server", hide_default_value = true)]
+    pub dry_run: DryRun,
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -216,11 +354,11 @@ pub struct MoveArgs {
     #[arg(long, visible_alias = "to-kubeconfig-context", value_name = "NAME")]
     pub to_context: Option<String>,
     /// Print the plan (client), or also run the whole preflight against the target (server).
-    #[arg(long, num_args = 0..=1, default_missing_value = "client", require_equals = true, value_name = "client|server")]
-    pub dry_run: Option<String>,
+    #[arg(long, value_enum, num_args = 0..=1, default_value_t = DryRun::None, default_missing_value = "client", require_equals = true, value_name = "client|server", hide_default_value = true)]
+    pub dry_run: DryRun,
     /// How long to wait for providers' block-move annotations to go, e.g. 30s, 10m.
-    #[arg(long, default_value = "10m", value_name = "DURATION")]
-    pub timeout: String,
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    pub timeout: Duration,
     /// Replay each object's .status through the status subresource after creating it (for
     /// providers that keep state there that controllers cannot rebuild).
     #[arg(long)]
@@ -265,4 +403,71 @@ pub struct VersionArgs {
     /// Only the plugin's version; do not contact the cluster.
     #[arg(long)]
     pub client: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_like_kubectl_and_bounded() {
+        let d = |s: &str| request_timeout(s);
+        assert_eq!(d("0"), Ok(Duration::ZERO));
+        assert_eq!(d("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(d("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(d("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(d("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(d("8760h"), Ok(LONGEST));
+        for bad in ["soon", "5x", "", "1.5.5s", "m", "NaNs", "infs"] {
+            assert!(d(bad).is_err(), "{bad}");
+        }
+        // Far beyond a year (and beyond u64 seconds) is refused, not a panic or an overflow.
+        for huge in [
+            "8761h",
+            "99999999999999999999h",
+            "99999999999999999999",
+            "1e300s",
+        ] {
+            let refused = d(huge).unwrap_err();
+            assert!(
+                refused.contains("longest") || refused.contains("not a duration"),
+                "{huge}: {refused}"
+            );
+        }
+        assert!(timeout("0").unwrap_err().contains("give up at once"));
+        assert_eq!(timeout("10m"), Ok(Duration::from_secs(600)));
+    }
+
+    #[test]
+    fn durations_read_back_as_flags_take_them() {
+        for (seconds, shown) in [(600, "10m"), (5400, "1h30m"), (45, "45s"), (3600, "1h")] {
+            assert_eq!(show_duration(Duration::from_secs(seconds)), shown);
+        }
+        assert_eq!(show_duration(Duration::from_millis(1500)), "1500ms");
+    }
+
+    #[test]
+    fn flags_parse_into_types() {
+        let cli = Cli::try_parse_from([
+            "kubectl-capi",
+            "move",
+            "-o",
+            "wide",
+            "--dry-run",
+            "--timeout",
+            "90s",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.output, OutputFormat::Wide);
+        let Command::Move(args) = cli.command else {
+            panic!("a move")
+        };
+        assert_eq!(args.dry_run, DryRun::Client);
+        assert_eq!(args.timeout, Duration::from_secs(90));
+        let error =
+            Cli::try_parse_from(["kubectl-capi", "move", "--timeout", "99999999999999999999h"])
+                .unwrap_err()
+                .to_string();
+        assert!(error.contains("longest allowed"), "{error}");
+    }
 }

@@ -12,7 +12,7 @@ use crate::kube::{Catalog, Cluster, connect};
 use crate::model::{HealthCheckView, ScalerView, kinds};
 use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
-use crate::settings::{OutputFormat, Settings, parse_request_timeout};
+use crate::settings::{OutputFormat, Settings};
 use crate::snapshot::watch::{Waited, until};
 use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
 
@@ -121,15 +121,8 @@ pub async fn run(
             "name the Clusters to {verb}, or pass --all (every Cluster in the namespace), -A or -l; see 'kubectl capi {verb} --help'"
         )));
     }
-    let dry_run = DryRun::parse(selection.dry_run.as_deref())?;
-    let timeout = parse_request_timeout(&selection.timeout)
-        .map_err(|_| {
-            Error::Usage(format!(
-                "invalid --timeout \"{}\": use a duration such as 30s or 10m",
-                selection.timeout
-            ))
-        })?
-        .unwrap_or(Duration::from_secs(600));
+    let dry_run = selection.dry_run;
+    let timeout = selection.timeout;
     let cluster = connect(&settings.connection).await?;
     let catalog = Catalog::discover(&cluster).await?;
     let scope = if settings.scope.all_namespaces {
@@ -214,7 +207,7 @@ pub async fn run(
         {
             printer.warn(&format!(
                 "timed out after {} waiting for the controllers to acknowledge",
-                selection.timeout
+                crate::cli::show_duration(selection.timeout)
             ));
             status = ExitStatus::Failure;
         }

@@ -2,7 +2,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -32,7 +31,7 @@ use crate::mover::stop::Stop;
 use crate::names::CORE_GROUP;
 use crate::output::table::table;
 use crate::output::{ExitStatus, Printer};
-use crate::settings::{OutputFormat, Settings, parse_request_timeout};
+use crate::settings::{OutputFormat, Settings};
 use crate::snapshot::ListScope;
 
 /// Shows a move's progress: a bar per phase on a TTY, a confirmation line per object with `-v`
@@ -391,8 +390,8 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         clusters: args.clusters.clone(),
         all: args.clusters.is_empty(),
         wait: false,
-        timeout: args.timeout.clone(),
-        dry_run: None,
+        timeout: args.timeout,
+        dry_run: DryRun::None,
     };
     if args.freeze {
         let frozen = crate::commands::freeze::run(
@@ -420,7 +419,7 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         let ready = ReadyArgs {
             clusters: args.clusters.clone(),
             wait: true,
-            timeout: args.timeout.clone(),
+            timeout: args.timeout,
             details: false,
             strict: false,
         };
@@ -428,7 +427,7 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         if status != ExitStatus::Success {
             eprintln!(
                 "error: the Clusters did not become ready to move within {}{still_frozen}",
-                args.timeout
+                crate::cli::show_duration(args.timeout)
             );
             return Ok(status);
         }
@@ -477,7 +476,7 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
 }
 
 async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
-    let dry_run = DryRun::parse(args.dry_run.as_deref())?;
+    let dry_run = args.dry_run;
     if let Some(directory) = &args.from_directory {
         return restore(args, directory, dry_run, settings, printer).await;
     }
@@ -494,14 +493,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             "please specify a target cluster using --to-kubeconfig and/or --to-context, or --to-directory (or use --dry-run)".into(),
         ));
     }
-    let timeout = parse_request_timeout(&args.timeout)
-        .map_err(|_| {
-            Error::Usage(format!(
-                "invalid --timeout \"{}\": use a duration such as 30s or 10m",
-                args.timeout
-            ))
-        })?
-        .unwrap_or(Duration::from_secs(600));
+    let timeout = args.timeout;
     let source = connect(&settings.connection).await?;
     Catalog::discover(&source).await?;
     let (scope, moved_namespace) = if settings.scope.all_namespaces {

@@ -13,7 +13,7 @@ use crate::output::{ExitStatus, Printer};
 use crate::ready::evaluate::{Options, Report, evaluate};
 use crate::ready::render::render;
 use crate::ready::wait::{Outcome, wait};
-use crate::settings::{Settings, parse_request_timeout};
+use crate::settings::Settings;
 use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
 
 /// The kinds the evaluation reads: the core kinds, and every non-template kind of the control
@@ -139,14 +139,7 @@ fn state_line(report: &Report) -> Vec<String> {
 }
 
 pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
-    let timeout = parse_request_timeout(&args.timeout)
-        .map_err(|_| {
-            Error::Usage(format!(
-                "invalid --timeout \"{}\": use a duration such as 30s or 10m",
-                args.timeout
-            ))
-        })?
-        .unwrap_or(Duration::from_secs(600));
+    let timeout = args.timeout;
     let cluster = connect(&settings.connection).await?;
     let catalog = Catalog::discover(&cluster).await?;
     let mut selection = selection(&cluster, &catalog, settings, &args.clusters, args.strict);
@@ -226,7 +219,7 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
                 status = ExitStatus::Failure;
                 printer.warn(&format!(
                     "timed out after {} waiting for the clusters to be ready to move",
-                    args.timeout
+                    crate::cli::show_duration(args.timeout)
                 ));
             }
             None => {

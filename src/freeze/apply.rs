@@ -27,34 +27,7 @@ pub enum Mode {
     Resume,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DryRun {
-    None,
-    Client,
-    Server,
-}
-
-impl DryRun {
-    pub fn parse(value: Option<&str>) -> Result<DryRun> {
-        match value {
-            None | Some("none") => Ok(DryRun::None),
-            Some("client") | Some("") => Ok(DryRun::Client),
-            Some("server") => Ok(DryRun::Server),
-            Some(other) => Err(Error::Usage(format!(
-                "invalid --dry-run \"{other}\"; use client, server or none"
-            ))),
-        }
-    }
-
-    /// kubectl's suffix on confirmation lines.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            DryRun::None => "",
-            DryRun::Client => " (dry run)",
-            DryRun::Server => " (server dry run)",
-        }
-    }
-}
+pub use crate::settings::DryRun;
 
 pub struct Request {
     pub mode: Mode,

@@ -64,7 +64,7 @@ async fn bad_flags_and_files() {
     let sandbox = Sandbox::start(Dialect::V1beta2).await;
     assert_one_line_error(
         &sandbox.plugin(&["version", "-o", "xml"]).await,
-        "unknown output format \"xml\"; use one of table, wide, json, yaml, name",
+        "invalid value 'xml' for '--output <FORMAT>' ([possible values: table, wide, json, yaml, name]",
     );
     assert_one_line_error(
         &sandbox.plugin(&["version", "--bogus"]).await,
@@ -74,7 +74,14 @@ async fn bad_flags_and_files() {
         &sandbox
             .plugin(&["version", "--request-timeout", "soon"])
             .await,
-        "invalid --request-timeout \"soon\"",
+        "invalid value 'soon' for '--request-timeout <DURATION>': \"soon\" is not a duration",
+    );
+    // A huge --timeout is refused with the longest allowed (it used to panic, exit 101).
+    assert_one_line_error(
+        &sandbox
+            .plugin(&["ready", "--wait", "--timeout", "99999999999999999999h"])
+            .await,
+        "longer than the longest allowed, 8760h",
     );
     let missing = run_plugin(
         None,
@@ -200,7 +207,7 @@ async fn move_needs_a_target_unless_dry_run() {
     );
     assert_one_line_error(
         &sandbox.plugin(&["move", "--dry-run=sometimes"]).await,
-        "invalid --dry-run \"sometimes\"",
+        "invalid value 'sometimes' for '--dry-run[=<client|server>]' ([possible values: none, client, server])",
     );
     assert!(sandbox.server.mutations().is_empty());
 }
