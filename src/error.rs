@@ -47,6 +47,11 @@ pub enum Error {
     /// The answer is no (exit 1): every reason, and nothing was written.
     #[error("{}", .0.join("; "))]
     Refused(Vec<String>),
+    /// stdout was closed (`| head`): the command ends quietly.
+    #[error("stdout was closed")]
+    BrokenPipe,
+    #[error("cannot write the output: {0}")]
+    Output(String),
     /// Ctrl-C: the command stopped at a safe point.
     #[error("interrupted")]
     Interrupted,

@@ -43,14 +43,14 @@ where
     let settings = match Settings::from_args(&cli.global) {
         Ok(settings) => settings,
         Err(error) => {
-            eprintln!("error: {error}");
+            Printer::plain(cli.global.output).error(&error.to_string());
             return ExitStatus::Error;
         }
     };
     let printer = Printer::new(settings.output, settings.color, settings.verbosity);
     let outcome = match &cli.command {
         Command::Version(args) => commands::version::run(args, &settings, &printer).await,
-        Command::Completion { shell } => Ok(commands::completion(*shell, &printer)),
+        Command::Completion { shell } => commands::completion(*shell, &printer),
         Command::Ready(args) => commands::ready::run(args, &settings, &printer).await,
 
         Command::Pause(args) => {
@@ -81,20 +81,16 @@ where
     match outcome {
         Ok(status) => status,
         Err(Error::Interrupted) => ExitStatus::Interrupted,
+        Err(Error::BrokenPipe) => ExitStatus::BrokenPipe,
         Err(Error::Refused(reasons)) => {
             match reasons.as_slice() {
-                [reason] => eprintln!("error: {reason}"),
-                _ => {
-                    eprintln!("error: refused, nothing was written:");
-                    for reason in &reasons {
-                        eprintln!("  {reason}");
-                    }
-                }
+                [reason] => printer.error(reason),
+                _ => printer.refused("refused, nothing was written:", &reasons),
             }
             ExitStatus::Failure
         }
         Err(error) => {
-            eprintln!("error: {error}");
+            printer.error(&error.to_string());
             ExitStatus::Error
         }
     }
@@ -130,7 +126,8 @@ fn usage_error(error: clap::Error) -> ExitStatus {
             } else {
                 format!(" ({})", rest.join("; "))
             };
-            eprintln!("error: {first}{detail}; see 'kubectl capi --help'");
+            Printer::plain(OutputFormat::Table)
+                .error(&format!("{first}{detail}; see 'kubectl capi --help'"));
             ExitStatus::Error
         }
     }

@@ -224,7 +224,7 @@ pub async fn run(
                 api_version: "kubectl-capi/v1",
                 kind,
                 items: outcomes,
-            }));
+            }))?;
         }
         OutputFormat::Name => {
             let names: String = outcomes
@@ -232,7 +232,7 @@ pub async fn run(
                 .filter(|o| o.action.writes())
                 .map(|o| format!("{}\n", o.object.kubectl_name()))
                 .collect();
-            printer.data(&names);
+            printer.data(&names)?;
         }
         _ => {
             let lines: String = outcomes
@@ -246,7 +246,7 @@ pub async fn run(
                     )
                 })
                 .collect();
-            printer.data(&lines);
+            printer.data(&lines)?;
             if mode == Mode::Freeze {
                 for outcome in outcomes.iter().filter(|o| o.autoscaled) {
                     printer.warn(&format!(

@@ -2,21 +2,20 @@
 
 pub mod freeze;
 pub mod mover;
-
 pub mod ready;
-
 pub mod version;
 
 use clap::CommandFactory;
 
 use crate::cli::Cli;
+use crate::error::Result;
 use crate::output::{ExitStatus, Printer};
 
 /// `kubectl capi completion <shell>`.
-pub fn completion(shell: clap_complete::Shell, printer: &Printer) -> ExitStatus {
+pub fn completion(shell: clap_complete::Shell, printer: &Printer) -> Result<ExitStatus> {
     let mut command = Cli::command();
     let mut buffer = Vec::new();
     clap_complete::generate(shell, &mut command, "kubectl-capi", &mut buffer);
-    printer.data(&String::from_utf8_lossy(&buffer));
-    ExitStatus::Success
+    printer.data(&String::from_utf8_lossy(&buffer))?;
+    Ok(ExitStatus::Success)
 }

@@ -40,6 +40,7 @@ struct Reporter {
     bars: Option<MultiProgress>,
     current: Mutex<Option<ProgressBar>>,
     lines: bool,
+    printer: Printer,
 }
 
 impl Reporter {
@@ -50,6 +51,7 @@ impl Reporter {
                 .then(|| MultiProgress::with_draw_target(printer.progress_target())),
             current: Mutex::new(None),
             lines: printer.verbosity > 0 && !printer.format.is_structured(),
+            printer: printer.clone(),
         }
     }
 
@@ -83,7 +85,8 @@ impl Progress for Reporter {
             bar.set_message(object.kubectl_name());
         }
         if self.lines {
-            eprintln!("{} {}", object.kubectl_name(), phase.verb());
+            self.printer
+                .note(&format!("{} {}", object.kubectl_name(), phase.verb()));
         }
     }
 
@@ -294,7 +297,7 @@ async fn restore(
         printer.data(&plan_text(
             &plan_report(&plan, &clusters, Vec::new()),
             wide_tree(&plan, settings).as_deref(),
-        ));
+        ))?;
         return Ok(ExitStatus::Success);
     }
     let checked = dry_run_creates(
@@ -321,7 +324,7 @@ async fn restore(
         printer.data(&plan_text(
             &plan_report(&plan, &clusters, Vec::new()),
             wide_tree(&plan, settings).as_deref(),
-        ));
+        ))?;
         printer.info("preflight passed: the restore can start now");
         return Ok(ExitStatus::Success);
     }
@@ -340,7 +343,7 @@ async fn restore(
         created.uids.len(),
         clusters.len(),
         directory.display()
-    ));
+    ))?;
     Ok(ExitStatus::Success)
 }
 
@@ -425,10 +428,10 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         };
         let status = crate::commands::ready::run(&ready, &step_settings, &step).await?;
         if status != ExitStatus::Success {
-            eprintln!(
-                "error: the Clusters did not become ready to move within {}{still_frozen}",
+            printer.error(&format!(
+                "the Clusters did not become ready to move within {}{still_frozen}",
                 crate::cli::show_duration(args.timeout)
-            );
+            ));
             return Ok(status);
         }
     }
@@ -436,13 +439,13 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         Ok(ExitStatus::Success) => ExitStatus::Success,
         Ok(other) => {
             if args.freeze {
-                eprintln!("note: nothing was moved{still_frozen}");
+                printer.note(&format!("note: nothing was moved{still_frozen}"));
             }
             return Ok(other);
         }
         Err(e) => {
             if args.freeze {
-                eprintln!("note: the move failed{still_frozen}");
+                printer.note(&format!("note: the move failed{still_frozen}"));
             }
             return Err(e);
         }
@@ -462,13 +465,13 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         )
         .await;
         if !matches!(released, Ok(ExitStatus::Success)) {
-            eprintln!(
+            printer.note(&format!(
                 "note: the move succeeded, but releasing the freeze in the target failed; run {} there",
                 release_hint(&format!(
                     " --context {}",
                     args.to_context.as_deref().unwrap_or("<target>")
                 ))
-            );
+            ));
             return released;
         }
     }
@@ -645,7 +648,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             "rolled back: {} object(s) removed from the target, {} Cluster(s)/ClusterClass(es) unpaused in the source\n",
             removed.count,
             file.journal.paused.len()
-        ));
+        ))?;
         warn_skipped(printer, &removed.skipped);
         return Ok(ExitStatus::Success);
     }
@@ -656,11 +659,11 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         )));
     }
     if let (Some(journal), Some(path)) = (&unfinished, &journal_path) {
-        eprintln!(
+        printer.note(&format!(
             "continuing the interrupted move recorded in {} (stage: {:?})",
             path.display(),
             journal.stage
-        );
+        ));
         if journal.stage >= Stage::Deleting && dry_run == DryRun::None {
             let target = target.as_ref().expect("connected above");
             let mut file = journal_file(path, journal.clone());
@@ -673,7 +676,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
                 &reporter,
             )
             .await?;
-            print_summary(args, settings, printer, &summary);
+            print_summary(args, settings, printer, &summary)?;
             return Ok(ExitStatus::Success);
         }
     }
@@ -766,17 +769,17 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         .await?
         .failures;
         if !failures.is_empty() {
-            eprintln!("error: backup refused by its preflight, nothing was written:");
-            for failure in &failures {
-                eprintln!("  {failure}");
-            }
+            printer.refused(
+                "backup refused by its preflight, nothing was written:",
+                &failures,
+            );
             return Ok(ExitStatus::Failure);
         }
         if dry_run != DryRun::None {
             printer.data(&plan_text(
                 &plan_report(&plan, &clusters, Vec::new()),
                 wide_tree(&plan, settings).as_deref(),
-            ));
+            ))?;
             return Ok(ExitStatus::Success);
         }
         let from = Source {
@@ -789,7 +792,7 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
             "wrote {written} objects of {} Cluster(s) to {}\n",
             clusters.len(),
             directory.display()
-        ));
+        ))?;
         return Ok(ExitStatus::Success);
     }
     let (failures, in_target, made_namespaces) = if dry_run == DryRun::Client {
@@ -815,12 +818,12 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     let structured = matches!(settings.output, OutputFormat::Json | OutputFormat::Yaml);
     if !failures.is_empty() {
         if structured {
-            printer.data(&printer.structured(&plan_report(&plan, &clusters, failures.clone())));
+            printer.data(&printer.structured(&plan_report(&plan, &clusters, failures.clone())))?;
         }
-        eprintln!("error: move refused by its preflight, nothing was written:");
-        for failure in &failures {
-            eprintln!("  {failure}");
-        }
+        printer.refused(
+            "move refused by its preflight, nothing was written:",
+            &failures,
+        );
         return Ok(ExitStatus::Failure);
     }
     if dry_run != DryRun::None {
@@ -830,9 +833,9 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         }
         let report = plan_report(&plan, &clusters, Vec::new());
         if structured {
-            printer.data(&printer.structured(&report));
+            printer.data(&printer.structured(&report))?;
         } else {
-            printer.data(&plan_text(&report, wide_tree(&plan, settings).as_deref()));
+            printer.data(&plan_text(&report, wide_tree(&plan, settings).as_deref()))?;
             if dry_run == DryRun::Server {
                 printer.info("preflight passed: the move can start now");
             }
@@ -860,9 +863,11 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
     // Ctrl-C exits at once (the journal still lets the move resume).
     let listener = {
         let stop = options.stop.clone();
+        let printer = printer.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("stopping after the requests in flight (Ctrl-C again to quit at once)");
+                printer
+                    .note("stopping after the requests in flight (Ctrl-C again to quit at once)");
                 stop.request();
                 if tokio::signal::ctrl_c().await.is_ok() {
                     std::process::exit(130);
@@ -925,11 +930,11 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         Err(e) => {
             let resume = resume_command();
             match &e {
-                Error::Interrupted => eprintln!(
+                Error::Interrupted => printer.note(&format!(
                     "interrupted: the move stopped after its requests in flight; its journal is {}.\ncontinue with: {resume}",
                     file.path.display()
-                ),
-                _ => eprintln!(
+                )),
+                _ => printer.note(&format!(
                     "note: the move stopped partway; its journal is {}. Fix the cause, then continue with: {resume}{}",
                     file.path.display(),
                     if file.journal.stage < Stage::Deleting {
@@ -937,12 +942,12 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
                     } else {
                         ""
                     }
-                ),
+                )),
             }
             return Err(e);
         }
     };
-    print_summary(args, settings, printer, &summary);
+    print_summary(args, settings, printer, &summary)?;
     Ok(ExitStatus::Success)
 }
 
@@ -991,10 +996,15 @@ fn resume_command() -> String {
     words.join(" ")
 }
 
-fn print_summary(args: &MoveArgs, settings: &Settings, printer: &Printer, summary: &Summary) {
+fn print_summary(
+    args: &MoveArgs,
+    settings: &Settings,
+    printer: &Printer,
+    summary: &Summary,
+) -> Result<()> {
     let structured = matches!(settings.output, OutputFormat::Json | OutputFormat::Yaml);
     if structured {
-        printer.data(&printer.structured(&summary));
+        printer.data(&printer.structured(&summary))?;
     } else {
         let created: usize = summary.created.values().sum();
         let mut text = format!(
@@ -1007,7 +1017,7 @@ fn print_summary(args: &MoveArgs, settings: &Settings, printer: &Printer, summar
         for cluster in &summary.clusters {
             text.push_str(&format!("{} moved\n", cluster.kubectl_name()));
         }
-        printer.data(&text);
+        printer.data(&text)?;
         warn_skipped(printer, &summary.skipped);
         for e in &summary.excluded {
             printer.warn(&format!(
@@ -1026,4 +1036,5 @@ fn print_summary(args: &MoveArgs, settings: &Settings, printer: &Printer, summar
             ));
         }
     }
+    Ok(())
 }

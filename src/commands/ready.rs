@@ -152,7 +152,7 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
                 &evaluate(&snapshot, &selection.options),
                 printer,
                 false,
-            ));
+            ))?;
         }
         return Ok(ExitStatus::Success);
     }
@@ -196,7 +196,7 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
             } else if table_output {
                 for line in &lines {
                     if !last_lines.contains(line) {
-                        eprintln!("{line}");
+                        printer.info(line);
                     }
                 }
             }
@@ -223,11 +223,11 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
                 ));
             }
             None => {
-                eprintln!("interrupted");
+                printer.note("interrupted");
                 return Ok(ExitStatus::Interrupted);
             }
         }
     }
-    printer.data(&render(&report, printer, details));
+    printer.data(&render(&report, printer, details))?;
     Ok(status)
 }

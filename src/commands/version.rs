@@ -99,7 +99,7 @@ pub async fn run(args: &VersionArgs, settings: &Settings, printer: &Printer) -> 
         management_cluster: management,
     };
     match settings.output {
-        OutputFormat::Json | OutputFormat::Yaml => printer.data(&printer.structured(&report)),
+        OutputFormat::Json | OutputFormat::Yaml => printer.data(&printer.structured(&report))?,
         _ => {
             let mut text = format!("Plugin version: v{}\n", report.plugin);
             if let Some(m) = &report.management_cluster {
@@ -122,7 +122,7 @@ pub async fn run(args: &VersionArgs, settings: &Settings, printer: &Printer) -> 
                 }
                 text.push_str(&format!("Kinds: {}\n", m.kinds.join(", ")));
             }
-            printer.data(&text);
+            printer.data(&text)?;
         }
     }
     Ok(ExitStatus::Success)

@@ -151,11 +151,11 @@ pub async fn send(
                     Ok(r) => r.status().to_string(),
                     Err(e) => format!("failed ({e})"),
                 };
-                eprintln!(
+                crate::output::Printer::log(&format!(
                     "{method} {}{uri} {status} in {} milliseconds",
                     settings.base_url,
                     started.elapsed().as_millis()
-                );
+                ));
             }
         };
         let Some(spare) = spare else {

@@ -1,4 +1,5 @@
-//! One place that decides where output goes and whether it is decorated.
+//! One place that decides where output goes and whether it is decorated: data on stdout;
+//! progress, notes, warnings and errors on stderr. Every line a user sees is written here.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -7,6 +8,7 @@ use indicatif::ProgressDrawTarget;
 use serde::Serialize;
 
 use crate::cli::ColorChoice;
+use crate::error::{Error, Result};
 use crate::settings::OutputFormat;
 
 /// How a command ended; mapped to the process exit code in one place.
@@ -20,6 +22,8 @@ pub enum ExitStatus {
     Error,
     /// 130: interrupted.
     Interrupted,
+    /// 141: stdout was closed (`| head`); ended quietly, as kubectl ends on SIGPIPE.
+    BrokenPipe,
 }
 
 impl From<ExitStatus> for ExitCode {
@@ -29,6 +33,7 @@ impl From<ExitStatus> for ExitCode {
             ExitStatus::Failure => 1,
             ExitStatus::Error => 2,
             ExitStatus::Interrupted => 130,
+            ExitStatus::BrokenPipe => 141,
         })
     }
 }
@@ -114,25 +119,46 @@ impl Printer {
         }
     }
 
-    /// Writes data to stdout. A closed pipe (`| head`) is not an error worth reporting.
-    pub fn data(&self, text: &str) {
-        if self.data_to_stderr {
-            eprint!("{text}");
-            if !text.ends_with('\n') && !text.is_empty() {
-                eprintln!();
-            }
-            return;
-        }
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        if !text.ends_with('\n') && !text.is_empty() {
-            let _ = out.write_all(b"\n");
-        }
-        let _ = out.flush();
+    /// Writes data to stdout (a step's to stderr). A closed stdout (`| head`) ends the command
+    /// quietly ([`Error::BrokenPipe`]); any other failure to write is an error.
+    pub fn data(&self, text: &str) -> Result<()> {
+        let newline = !text.ends_with('\n') && !text.is_empty();
+        let written = if self.data_to_stderr {
+            write_all(&mut std::io::stderr().lock(), text, newline)
+        } else {
+            write_all(&mut std::io::stdout().lock(), text, newline)
+        };
+        written.map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => Error::BrokenPipe,
+            _ => Error::Output(e.to_string()),
+        })
     }
 
     pub fn warn(&self, message: &str) {
         eprintln!("warning: {message}");
+    }
+
+    /// What the user must see whatever the output format: `error: …`.
+    pub fn error(&self, message: &str) {
+        eprintln!("error: {message}");
+    }
+
+    /// A refusal: every reason, one per line under a heading.
+    pub fn refused(&self, heading: &str, reasons: &[String]) {
+        self.error(heading);
+        for reason in reasons {
+            eprintln!("  {reason}");
+        }
+    }
+
+    /// A line the user must see whatever the output format (a note about what was done).
+    pub fn note(&self, message: &str) {
+        eprintln!("{message}");
+    }
+
+    /// A line from a layer below the commands that holds no printer (a request at `-v 6`).
+    pub fn log(line: &str) {
+        eprintln!("{line}");
     }
 
     pub fn info(&self, message: &str) {
@@ -171,4 +197,12 @@ impl Printer {
         };
         style.force_styling(true).apply_to(word).to_string()
     }
+}
+
+fn write_all(out: &mut dyn Write, text: &str, newline: bool) -> std::io::Result<()> {
+    out.write_all(text.as_bytes())?;
+    if newline {
+        out.write_all(b"\n")?;
+    }
+    out.flush()
 }

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use super::{Fetch, KindKey, Snapshot, list_api, with_types};
 use crate::kube::{Catalog, Cluster};
+use crate::output::Printer;
 
 pub enum Waited<T> {
     Done(T),
@@ -60,7 +61,7 @@ pub async fn until<T>(
                     Ok(_) => {
                         let _ = tx.try_send(());
                     }
-                    Err(error) if verbose => eprintln!("watching {kind}: {error}"),
+                    Err(error) if verbose => Printer::log(&format!("watching {kind}: {error}")),
                     Err(_) => {}
                 }
                 // Never monopolise a worker, whatever the stream does.

@@ -211,3 +211,26 @@ async fn move_needs_a_target_unless_dry_run() {
     );
     assert!(sandbox.server.mutations().is_empty());
 }
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    // The reading end is gone before the plugin writes: its first write fails with EPIPE.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = std::process::Command::new(crate::common::PLUGIN)
+        .args(["completion", "bash"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(141),
+        "as kubectl ends on SIGPIPE"
+    );
+    assert!(
+        output.stderr.is_empty(),
+        "quietly: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
