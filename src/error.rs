@@ -59,15 +59,59 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Every message of an error chain, outermost first.
-fn chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
-    let mut out = vec![error.to_string()];
-    let mut source = error.source();
-    while let Some(s) = source {
-        out.push(s.to_string());
-        source = s.source();
+/// The errors of a chain, outermost first — also those an `io::Error` wraps, which its
+/// `source()` skips.
+fn sources<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Vec<&'a (dyn std::error::Error + 'static)> {
+    let mut out = Vec::new();
+    let mut next = Some(error);
+    while let Some(e) = next {
+        out.push(e);
+        next = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
     }
     out
+}
+
+/// What went wrong below HTTP, judged by the types in the chain (deepest first), never by
+/// message text.
+#[derive(Debug, PartialEq, Eq)]
+enum Transport {
+    Tls,
+    Timeout,
+    Unreachable,
+}
+
+fn transport(error: &(dyn std::error::Error + 'static)) -> Option<Transport> {
+    sources(error).into_iter().rev().find_map(|e| {
+        if e.is::<rustls::Error>() {
+            return Some(Transport::Tls);
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            return match io.kind() {
+                TimedOut => Some(Transport::Timeout),
+                ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected
+                | AddrNotAvailable | HostUnreachable | NetworkUnreachable | BrokenPipe
+                | UnexpectedEof => Some(Transport::Unreachable),
+                _ => None,
+            };
+        }
+        if let Some(hyper) = e.downcast_ref::<hyper::Error>() {
+            return hyper.is_timeout().then_some(Transport::Timeout);
+        }
+        if let Some(client) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
+            // A connect error whose cause said nothing more specific (a failed DNS lookup).
+            return client.is_connect().then_some(Transport::Unreachable);
+        }
+        None
+    })
 }
 
 impl Error {
@@ -87,32 +131,61 @@ impl Error {
                 },
             };
         }
-        let messages = chain(&error);
-        let joined = messages.join(": ").to_lowercase();
+        let messages: Vec<String> = sources(&error).iter().map(|e| e.to_string()).collect();
         let deepest = messages.last().cloned().unwrap_or_default();
-        if joined.contains("certificate") || joined.contains("tls") || joined.contains("handshake")
-        {
-            return Error::Tls {
+        let kind = match &error {
+            kube::Error::RustlsTls(_) => Some(Transport::Tls),
+            _ => transport(&error),
+        };
+        match kind {
+            Some(Transport::Tls) => Error::Tls {
                 url: url.to_string(),
                 reason: deepest,
-            };
-        }
-        if joined.contains("timed out") || joined.contains("elapsed") {
-            return Error::Timeout(deepest);
-        }
-        if joined.contains("connect")
-            || joined.contains("refused")
-            || joined.contains("dns")
-            || joined.contains("resolve")
-        {
-            return Error::Unreachable {
+            },
+            Some(Transport::Timeout) => Error::Timeout(deepest),
+            Some(Transport::Unreachable) => Error::Unreachable {
                 url: url.to_string(),
                 reason: deepest,
-            };
+            },
+            None => Error::Api {
+                context: context.to_string(),
+                message: messages.join(": "),
+            },
         }
-        Error::Api {
-            context: context.to_string(),
-            message: messages.join(": "),
-        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(error: impl std::error::Error + Send + Sync + 'static) -> kube::Error {
+        kube::Error::Service(Box::new(error))
+    }
+
+    #[test]
+    fn transport_failures_are_told_apart_by_type() {
+        let classify = |e| Error::from_kube(e, "https://k", "reading");
+        let io = |kind, message: &str| std::io::Error::new(kind, message.to_string());
+        assert!(matches!(
+            classify(service(io(std::io::ErrorKind::ConnectionRefused, "nope"))),
+            Error::Unreachable { .. }
+        ));
+        assert!(matches!(
+            classify(service(io(std::io::ErrorKind::TimedOut, "slow"))),
+            Error::Timeout(_)
+        ));
+        // As hyper-rustls reports a bad certificate: io errors within io errors.
+        let tls = std::io::Error::other(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::General("bad certificate".into()),
+        ));
+        assert!(matches!(classify(service(tls)), Error::Tls { .. }));
+        // Words in a message decide nothing: a "connection timed out" that is not a timeout.
+        let worded = io(
+            std::io::ErrorKind::Other,
+            "certificate connection timed out refused",
+        );
+        assert!(matches!(classify(service(worded)), Error::Api { .. }));
     }
 }
