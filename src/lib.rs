@@ -132,8 +132,3 @@ fn usage_error(error: clap::Error) -> ExitStatus {
         }
     }
 }
-
-/// For tests and callers that already hold settings: whether output is machine-readable.
-pub fn is_structured(format: OutputFormat) -> bool {
-    format.is_structured()
-}

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::cli::FreezeSelection;
 use crate::error::{Error, Result};
 use crate::freeze::apply::{self, DryRun, Mode, Outcome, Request};
-use crate::freeze::plan::{Action, state_of};
+use crate::freeze::plan::Action;
 use crate::kube::{Catalog, Cluster, connect};
 use crate::model::{HealthCheckView, ScalerView, kinds};
 use crate::names::CORE_GROUP;
@@ -83,7 +83,6 @@ async fn wait_acknowledged(
             if relevant && condition.is_some() && condition != Some(wanted) {
                 all = false;
             }
-            let _ = object.as_ref().map(|o| state_of(o));
             states.push(condition);
         }
         (all, states)

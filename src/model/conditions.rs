@@ -54,12 +54,3 @@ pub fn current(status: &Value, v1beta2: bool) -> Vec<Condition> {
         read(&status["v1beta2"]["conditions"])
     }
 }
-
-/// The older Cluster API conditions: v1beta1 `status.conditions`, v1beta2 `status.deprecated.v1beta1.conditions`.
-pub fn legacy(status: &Value, v1beta2: bool) -> Vec<Condition> {
-    if v1beta2 {
-        read(&status["deprecated"]["v1beta1"]["conditions"])
-    } else {
-        read(&status["conditions"])
-    }
-}

@@ -8,7 +8,6 @@ pub mod machine;
 pub mod scalers;
 
 pub use cluster::{ClusterClassView, ClusterView};
-pub use conditions::Condition;
 pub use machine::MachineView;
 pub use scalers::{HealthCheckView, ScalerKind, ScalerView};
 

@@ -88,8 +88,6 @@ pub struct Node {
     pub should_not_delete: bool,
     /// The hierarchy roots that reach this node.
     pub tenants: BTreeSet<String>,
-    /// Carried `clusterctl.cluster.x-k8s.io/block-move` when listed.
-    pub blocking_move: bool,
 }
 
 impl Node {
@@ -160,10 +158,6 @@ impl Graph {
                 global_hierarchy: false,
                 should_not_delete: false,
                 tenants: BTreeSet::new(),
-                blocking_move: crate::model::has_annotation(
-                    object,
-                    crate::names::BLOCK_MOVE_ANNOTATION,
-                ),
             };
             node.force_move |= node.force_move_hierarchy;
             for owner in object.metadata.owner_references.iter().flatten() {
@@ -198,7 +192,6 @@ impl Graph {
                         global_hierarchy: false,
                         should_not_delete: false,
                         tenants: BTreeSet::new(),
-                        blocking_move: false,
                     });
                 }
             }

@@ -220,11 +220,6 @@ impl Journal {
         serde_json::to_string(self).expect("journal serialises")
     }
 
-    /// Writes the journal atomically (temporary file, then rename), 0600 in a 0700 directory.
-    pub fn save(&self, path: &Path) -> Result<()> {
-        save_text(&self.to_json(), path)
-    }
-
     /// Where an entry is: entries are sorted by UID.
     fn position(&self, uid: &str) -> Option<usize> {
         self.entries
@@ -510,7 +505,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("deep/er/journal.json");
         let journal = sample();
-        journal.save(&path).unwrap();
+        save_text(&journal.to_json(), &path).unwrap();
         assert_eq!(Journal::load(&path).unwrap(), journal);
         assert!(!path.with_extension("json.partial").exists());
         #[cfg(unix)]
@@ -577,7 +572,7 @@ mod tests {
         ];
         for (name, journal, modified) in files {
             let path = dir.path().join(name);
-            journal.save(&path).unwrap();
+            save_text(&journal.to_json(), &path).unwrap();
             if let Some(time) = modified {
                 std::fs::File::options()
                     .write(true)

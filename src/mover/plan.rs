@@ -261,10 +261,6 @@ impl MovePlan {
         &self.graph.nodes[uid]
     }
 
-    pub fn moved_count(&self) -> usize {
-        self.groups.iter().map(Vec::len).sum()
-    }
-
     /// The moved objects as an ownership forest, for `-o wide`: Clusters are roots, every other
     /// object hangs under one owner (its controller, else its first owner, else its first soft
     /// owner) and appears once; objects with no moved owner (a shared ClusterClass, an identity)

@@ -695,5 +695,5 @@ fn the_wide_tree_hangs_every_object_once_under_its_controller() {
             "ClusterClass classes/shared (kept)",
         ]
     );
-    assert_eq!(tree_lines(&p).len(), p.moved_count(), "every object once");
+    assert_eq!(tree_lines(&p).len(), p.scheduled.len(), "every object once");
 }

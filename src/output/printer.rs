@@ -91,10 +91,6 @@ impl Printer {
         }
     }
 
-    pub fn color(&self) -> bool {
-        self.color
-    }
-
     /// Whether progress (spinners, bars) may be drawn: only on a TTY, only for tables.
     pub fn progress(&self) -> bool {
         self.progress
@@ -163,12 +159,6 @@ impl Printer {
 
     pub fn info(&self, message: &str) {
         if !self.format.is_structured() || self.verbosity > 0 {
-            eprintln!("{message}");
-        }
-    }
-
-    pub fn debug(&self, level: u8, message: &str) {
-        if self.verbosity >= level {
             eprintln!("{message}");
         }
     }

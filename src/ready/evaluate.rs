@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::model::{
     ClusterClassView, ClusterView, HealthCheckView, MachineView, ObjectRef, ScalerKind, ScalerView,
-    annotation, has_annotation, kinds,
+    has_annotation, kinds,
 };
 use crate::names::{self, BLOCK_MOVE_ANNOTATION, CORE_GROUP, FROZEN_BY_ANNOTATION, clusterctl};
 use crate::snapshot::Snapshot;
@@ -534,8 +534,7 @@ fn evaluate_cluster(
     let listed: BTreeSet<(String, String)> = snapshot.kinds().cloned().collect();
     for object in scope.all_objects() {
         let reference = ObjectRef::of(object);
-        if let Some(value) = annotation(object, BLOCK_MOVE_ANNOTATION) {
-            let _ = value;
+        if has_annotation(object, BLOCK_MOVE_ANNOTATION) {
             push(
                 "block-move",
                 CheckStatus::Info,

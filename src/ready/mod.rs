@@ -4,4 +4,4 @@ pub mod evaluate;
 pub mod render;
 pub mod wait;
 
-pub use evaluate::{Check, CheckStatus, ClusterReport, Options, Report, evaluate};
+pub use evaluate::{CheckStatus, Options, evaluate};

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::body::Body;
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::Shared;
+use super::body::{self, Body};
 use super::control::{FaultAction, RequestRecord};
 use super::discovery;
 use super::ops::{self, DeleteOptions, Deleted, UpdateKind, WriteCtx};
@@ -94,7 +94,7 @@ fn json_response(
         builder = builder.header(name, value);
     }
     builder
-        .body(Body::from(serde_json::to_vec(body).expect("JSON")))
+        .body(body::full(serde_json::to_vec(body).expect("JSON")))
         .expect("valid response")
 }
 
@@ -102,7 +102,7 @@ fn text_response(code: u16, text: &str) -> Response<Body> {
     Response::builder()
         .status(code)
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-        .body(Body::from(text.to_string()))
+        .body(body::full(text.to_string()))
         .expect("valid response")
 }
 
@@ -552,7 +552,7 @@ fn non_resource(
             .status(200)
             .header(header::CONTENT_TYPE, discovery::AGGREGATED_CONTENT_TYPE)
             .header(header::VARY, "Accept")
-            .body(Body::from(
+            .body(body::full(
                 serde_json::to_vec(&discovery::aggregated(&defs, core)).expect("JSON"),
             ))
             .expect("valid response")
@@ -938,7 +938,7 @@ fn list(shared: &Shared, target: &Target, query: &Query) -> ApiResult<Reply> {
         Response::builder()
             .status(200)
             .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(out))
+            .body(body::full(out))
             .expect("valid response"),
     ))
 }
@@ -1031,7 +1031,7 @@ where
         .status(200)
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::CACHE_CONTROL, "no-cache, private")
-        .body(Body::from_stream(stream))
+        .body(body::stream(stream))
         .expect("valid response")
 }
 

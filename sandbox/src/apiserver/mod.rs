@@ -2,6 +2,7 @@
 //! kubectl-capi, kube-rs and kubectl send, served in-process (a tower service for
 //! `kube::Client::new`) or over HTTP(S) on loopback.
 
+mod body;
 pub mod control;
 mod discovery;
 pub mod fields;
@@ -436,7 +437,7 @@ where
 fn respond<B>(
     shared: Arc<Shared>,
     request: Request<B>,
-) -> Pin<Box<dyn Future<Output = Result<Response<axum::body::Body>, BoxError>> + Send>>
+) -> Pin<Box<dyn Future<Output = Result<Response<body::Body>, BoxError>> + Send>>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
@@ -465,7 +466,7 @@ where
 async fn respond_bytes(
     shared: Arc<Shared>,
     request: Request<Bytes>,
-) -> Result<Response<axum::body::Body>, BoxError> {
+) -> Result<Response<body::Body>, BoxError> {
     handler::handle(shared, request)
         .await
         .ok_or_else(|| "connection dropped by an injected fault".into())
@@ -484,7 +485,7 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    type Response = Response<axum::body::Body>;
+    type Response = Response<body::Body>;
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
 
