@@ -1,3 +1,4 @@
+//! The `kubectl-capi` binary: parses nothing itself, runs the library and maps its outcome to an exit code.
 use std::process::ExitCode;
 
 #[tokio::main]
