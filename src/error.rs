@@ -44,6 +44,11 @@ pub enum Error {
     Timeout(String),
     #[error("{context}: {message}")]
     Api { context: String, message: String },
+    #[error(
+        "clusters.cluster.x-k8s.io {} not found in {scope}; list them with `kubectl get clusters.cluster.x-k8s.io -A`",
+        .names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+    )]
+    ClustersNotFound { names: Vec<String>, scope: String },
     /// The answer is no (exit 1): every reason, and nothing was written.
     #[error("{}", .0.join("; "))]
     Refused(Vec<String>),

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::freeze::apply::{self, DryRun, Mode, Outcome, Request};
 use crate::freeze::plan::Action;
 use crate::kube::{Catalog, Cluster, connect};
-use crate::model::{HealthCheckView, ScalerView, kinds};
+use crate::model::{self, HealthCheckView, ScalerView, kinds};
 use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{OutputFormat, Settings};
@@ -144,24 +144,26 @@ pub async fn run(
         },
     )
     .await?;
-    let mut clusters: Vec<(String, String)> = Vec::new();
-    for object in listed.of_kind(CORE_GROUP, "Cluster") {
-        let (ns, name) = (
-            object.metadata.namespace.clone().unwrap_or_default(),
-            object.metadata.name.clone().unwrap_or_default(),
-        );
-        if selection.clusters.is_empty() || selection.clusters.contains(&name) {
-            clusters.push((ns, name));
-        }
+    let (found, missing) = model::select_by_name(
+        listed.of_kind(CORE_GROUP, "Cluster"),
+        &selection.clusters,
+        |c| c.metadata.name.as_deref().unwrap_or_default(),
+    );
+    if !missing.is_empty() {
+        return Err(Error::ClustersNotFound {
+            names: missing,
+            scope: super::scope_shown(&scope),
+        });
     }
-    for name in &selection.clusters {
-        if !clusters.iter().any(|(_, n)| n == name) {
-            return Err(Error::Api {
-                context: "selecting clusters".into(),
-                message: format!("clusters.cluster.x-k8s.io \"{name}\" not found"),
-            });
-        }
-    }
+    let clusters: Vec<(String, String)> = found
+        .iter()
+        .map(|c| {
+            (
+                c.metadata.namespace.clone().unwrap_or_default(),
+                c.metadata.name.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
     if clusters.is_empty() {
         return Err(Error::Usage(
             "no Cluster API Clusters matched; pass -n NAMESPACE, -A or other names".into(),

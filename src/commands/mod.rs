@@ -19,3 +19,11 @@ pub fn completion(shell: clap_complete::Shell, printer: &Printer) -> Result<Exit
     printer.data(&String::from_utf8_lossy(&buffer))?;
     Ok(ExitStatus::Success)
 }
+
+/// `namespace ns`, or `any namespace` with -A.
+pub fn scope_shown(scope: &crate::snapshot::ListScope) -> String {
+    match scope {
+        crate::snapshot::ListScope::Namespace(ns) => format!("namespace {ns}"),
+        crate::snapshot::ListScope::AllNamespaces => "any namespace".into(),
+    }
+}

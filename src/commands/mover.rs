@@ -696,22 +696,16 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
                 .is_none_or(|ns| n.reference.namespace == ns)
         })
         .collect();
-    let scope_shown = moved_namespace
-        .as_deref()
-        .map(|ns| format!("namespace {ns}"))
-        .unwrap_or_else(|| "any namespace".into());
-    let mut selected = BTreeSet::new();
-    let mut missing = Vec::new();
-    for name in &args.clusters {
-        let found: Vec<&&crate::mover::graph::Node> = all_clusters
-            .iter()
-            .filter(|n| &n.reference.name == name)
-            .collect();
-        if found.is_empty() {
-            missing.push(format!("\"{name}\""));
-        }
-        selected.extend(found.iter().map(|n| n.uid.clone()));
-    }
+    let scope_shown = super::scope_shown(&scope);
+    let (found, missing) =
+        crate::model::select_by_name(all_clusters.iter().copied(), &args.clusters, |n| {
+            n.reference.name.as_str()
+        });
+    let selected: BTreeSet<String> = if args.clusters.is_empty() {
+        BTreeSet::new()
+    } else {
+        found.iter().map(|n| n.uid.clone()).collect()
+    };
     // A rerun after the move finished is harmless: it says so and succeeds.
     let finished_here = |path: &std::path::Path, record: &Journal| {
         format!(
@@ -726,12 +720,9 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         return Ok(ExitStatus::Success);
     }
     if !missing.is_empty() {
-        return Err(Error::Api {
-            context: "selecting clusters".into(),
-            message: format!(
-                "clusters.cluster.x-k8s.io {} not found in {scope_shown}; list them with `kubectl get clusters.cluster.x-k8s.io -A`",
-                missing.join(", ")
-            ),
+        return Err(Error::ClustersNotFound {
+            names: missing,
+            scope: scope_shown,
         });
     }
     let clusters: Vec<ObjectRef> = all_clusters

@@ -81,34 +81,29 @@ pub fn selection(
 /// Resolves named Clusters against the snapshot (any namespace with -A); unknown names are errors.
 pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<()> {
     let clusters = snapshot.of_kind(CORE_GROUP, "Cluster");
-    for name in &selection.names {
-        let found: Vec<(String, String)> = clusters
-            .iter()
-            .filter(|c| c.metadata.name.as_deref() == Some(name.as_str()))
-            .map(|c| {
-                (
-                    c.metadata.namespace.clone().unwrap_or_default(),
-                    name.clone(),
-                )
-            })
-            .collect();
-        if found.is_empty() {
-            return Err(Error::Api {
-                context: "selecting clusters".into(),
-                message: format!("clusters.cluster.x-k8s.io \"{name}\" not found"),
-            });
-        }
-        selection.options.clusters.extend(found);
+    let (found, missing) = model::select_by_name(clusters, &selection.names, |c| {
+        c.metadata.name.as_deref().unwrap_or_default()
+    });
+    if !missing.is_empty() {
+        return Err(Error::ClustersNotFound {
+            names: missing,
+            scope: super::scope_shown(&selection.fetch.scope),
+        });
+    }
+    if !selection.names.is_empty() {
+        selection.options.clusters.extend(found.iter().map(|c| {
+            (
+                c.metadata.namespace.clone().unwrap_or_default(),
+                c.metadata.name.clone().unwrap_or_default(),
+            )
+        }));
     }
     Ok(())
 }
 
 /// What `ready` says when the scope holds no Cluster: nothing to check, so nothing blocks.
 fn nothing_in_scope(selection: &Selection) -> String {
-    let where_ = match &selection.fetch.scope {
-        ListScope::Namespace(ns) => format!("namespace \"{ns}\""),
-        ListScope::AllNamespaces => "any namespace".into(),
-    };
+    let where_ = super::scope_shown(&selection.fetch.scope);
     let selector = selection
         .fetch
         .cluster_selector

@@ -194,3 +194,45 @@ pub(crate) mod fixtures {
         serde_saphyr::from_str(yaml).expect("fixture parses")
     }
 }
+
+/// Clusters chosen by name, as every command chooses them: the ones `names` pick out of
+/// `clusters` (all of them when no name is given), and the names that matched none.
+pub fn select_by_name<'a, T>(
+    clusters: impl IntoIterator<Item = &'a T>,
+    names: &[String],
+    name_of: impl Fn(&T) -> &str,
+) -> (Vec<&'a T>, Vec<String>) {
+    let clusters: Vec<&T> = clusters.into_iter().collect();
+    if names.is_empty() {
+        return (clusters, Vec::new());
+    }
+    let selected = clusters
+        .iter()
+        .copied()
+        .filter(|c| names.iter().any(|n| n == name_of(c)))
+        .collect();
+    let missing = names
+        .iter()
+        .filter(|n| !clusters.iter().any(|c| name_of(c) == n.as_str()))
+        .cloned()
+        .collect();
+    (selected, missing)
+}
+
+#[cfg(test)]
+mod selection_tests {
+    #[test]
+    fn names_pick_clusters_and_report_what_matched_none() {
+        let clusters = ["a", "b", "b"];
+        let pick = |names: &[&str]| {
+            let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            super::select_by_name(&clusters, &names, |c| c)
+        };
+        assert_eq!(pick(&[]).0.len(), 3, "no names: every Cluster");
+        let (selected, missing) = pick(&["b", "x", "y"]);
+        assert_eq!(
+            (selected.len(), missing),
+            (2, vec!["x".to_string(), "y".to_string()])
+        );
+    }
+}

@@ -300,14 +300,14 @@ async fn selection_errors_and_label_selector() {
     assert_eq!(missing.code, 2);
     assert_eq!(
         missing.stderr.trim(),
-        "error: selecting clusters: clusters.cluster.x-k8s.io \"gamma\" not found"
+        "error: clusters.cluster.x-k8s.io \"gamma\" not found in namespace golden; list them with `kubectl get clusters.cluster.x-k8s.io -A`"
     );
     // A scope without Clusters has nothing that blocks a move: said, and exit 0.
     let empty = sandbox.plugin(&["ready"]).await;
     assert_eq!(empty.code, 0, "{}", empty.stderr);
     assert_eq!(
         empty.stderr.trim(),
-        "no Cluster API Clusters in namespace \"default\": nothing blocks a move (pass -n NAMESPACE or -A to check others)"
+        "no Cluster API Clusters in namespace default: nothing blocks a move (pass -n NAMESPACE or -A to check others)"
     );
     assert_eq!(empty.stdout, "");
     let empty = sandbox.plugin(&["ready", "-o", "json"]).await;
