@@ -3,7 +3,6 @@
 //! same move with one write at a time (clusterctl's way); and the servers' own ceiling for
 //! parallel creates and deletes of the same objects with no planning. Figures, not assertions.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -12,12 +11,8 @@ use serde_json::{Value, json};
 
 use crate::apiserver::{KubeconfigEntry, write_kubeconfig};
 use crate::crds::{self, Dialect};
+use crate::fixture::Fixture;
 use crate::{ApiServer, ServerOptions, Serving};
-
-const CORE: &str = "cluster.x-k8s.io/v1beta2";
-const INFRA: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
-const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io/v1beta2";
-const CONTROL_PLANE: &str = "controlplane.cluster.x-k8s.io/v1beta2";
 
 pub struct MoveOptions {
     pub clusters: usize,
@@ -29,192 +24,17 @@ pub struct MoveOptions {
     pub sequential: bool,
 }
 
-/// Loads objects in order, resolving owners named `(kind, name, controller)` in the same
-/// namespace to the UIDs the server gave them.
-struct Loader<'a> {
-    server: &'a ApiServer,
-    uids: HashMap<(String, String), (String, String)>,
-    objects: Vec<Value>,
-}
-
-impl Loader<'_> {
-    fn add(
-        &mut self,
-        (api_version, kind): (&str, &str),
-        ns: &str,
-        name: &str,
-        owners: &[(&str, &str, bool)],
-        extra: Value,
-    ) -> anyhow::Result<()> {
-        let refs: Vec<Value> = owners
-            .iter()
-            .map(|(k, n, controller)| {
-                let (av, uid) = &self.uids[&(k.to_string(), format!("{ns}/{n}"))];
-                json!({"apiVersion": av, "kind": k, "name": n, "uid": uid,
-                    "controller": controller, "blockOwnerDeletion": controller})
-            })
-            .collect();
-        let mut object = json!({"apiVersion": api_version, "kind": kind,
-            "metadata": {"name": name, "namespace": ns, "ownerReferences": refs}});
-        if let (Some(target), Value::Object(extra)) = (object.as_object_mut(), extra) {
-            for (k, v) in extra {
-                if k == "metadata" {
-                    if let Some(labels) = v.get("labels") {
-                        target["metadata"]["labels"] = labels.clone();
-                    }
-                } else {
-                    target.insert(k, v);
-                }
-            }
-        }
-        let created = self.server.load(object)?;
-        self.uids.insert(
-            (kind.to_string(), format!("{ns}/{name}")),
-            (
-                api_version.to_string(),
-                created["metadata"]["uid"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            ),
-        );
-        self.objects.push(created);
-        Ok(())
-    }
-
-    /// A provisioned Machine with its DockerMachine, KubeadmConfig and bootstrap Secret.
-    fn machine(
-        &mut self,
-        ns: &str,
-        cluster: &str,
-        name: &str,
-        owner: (&str, &str),
-    ) -> anyhow::Result<()> {
-        self.add((CORE, "Machine"), ns, name, &[(owner.0, owner.1, true)], json!({
-            "metadata": {"labels": {"cluster.x-k8s.io/cluster-name": cluster}},
-            "spec": {"clusterName": cluster,
-                "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfig", "name": name}},
-                "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachine", "name": name}},
-            "status": {"nodeRef": {"name": name}}}))?;
-        self.add(
-            (INFRA, "DockerMachine"),
-            ns,
-            name,
-            &[("Machine", name, true)],
-            json!({}),
-        )?;
-        self.add(
-            (BOOTSTRAP, "KubeadmConfig"),
-            ns,
-            name,
-            &[("Machine", name, true)],
-            json!({}),
-        )?;
-        self.add(
-            ("v1", "Secret"),
-            ns,
-            name,
-            &[("KubeadmConfig", name, true)],
-            json!({"type": "cluster.x-k8s.io/secret"}),
-        )
-    }
-
-    /// A provisioned workload cluster: one control-plane Machine and `workers` workers.
-    fn cluster(&mut self, ns: &str, name: &str, workers: usize) -> anyhow::Result<()> {
-        self.add((CORE, "Cluster"), ns, name, &[], json!({
-            "spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerCluster", "name": name},
-                "controlPlaneRef": {"apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": name}},
-            "status": {"initialization": {"infrastructureProvisioned": true, "controlPlaneInitialized": true},
-                "conditions": [{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}))?;
-        self.add(
-            (INFRA, "DockerCluster"),
-            ns,
-            name,
-            &[("Cluster", name, false)],
-            json!({}),
-        )?;
-        self.add(
-            (CONTROL_PLANE, "KubeadmControlPlane"),
-            ns,
-            name,
-            &[("Cluster", name, true)],
-            json!({}),
-        )?;
-        self.add(
-            (INFRA, "DockerMachineTemplate"),
-            ns,
-            &format!("{name}-cp"),
-            &[("Cluster", name, false)],
-            json!({}),
-        )?;
-        for suffix in ["ca", "etcd", "proxy", "sa", "kubeconfig"] {
-            self.add(
-                ("v1", "Secret"),
-                ns,
-                &format!("{name}-{suffix}"),
-                &[("KubeadmControlPlane", name, true)],
-                json!({}),
-            )?;
-        }
-        self.machine(
-            ns,
-            name,
-            &format!("{name}-cp-0"),
-            ("KubeadmControlPlane", name),
-        )?;
-        let md = format!("{name}-md");
-        self.add(
-            (CORE, "MachineDeployment"),
-            ns,
-            &md,
-            &[("Cluster", name, false)],
-            json!({}),
-        )?;
-        self.add(
-            (INFRA, "DockerMachineTemplate"),
-            ns,
-            &md,
-            &[("Cluster", name, false)],
-            json!({}),
-        )?;
-        self.add(
-            (BOOTSTRAP, "KubeadmConfigTemplate"),
-            ns,
-            &md,
-            &[("Cluster", name, false)],
-            json!({}),
-        )?;
-        let ms = format!("{md}-a");
-        self.add(
-            (CORE, "MachineSet"),
-            ns,
-            &ms,
-            &[("MachineDeployment", &md, true)],
-            json!({}),
-        )?;
-        for worker in 0..workers {
-            self.machine(ns, name, &format!("{ms}-{worker}"), ("MachineSet", &ms))?;
-        }
-        Ok(())
-    }
-}
-
 /// Loads `clusters` provisioned workload clusters into namespace `bench`; returns the objects.
 pub fn load_fixture(
     server: &ApiServer,
     clusters: usize,
     workers: usize,
 ) -> anyhow::Result<Vec<Value>> {
-    server.load(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}))?;
-    let mut loader = Loader {
-        server,
-        uids: HashMap::new(),
-        objects: Vec::new(),
-    };
+    let mut fixture = Fixture::default();
     for index in 0..clusters {
-        loader.cluster("bench", &format!("cluster-{index:03}"), workers)?;
+        fixture.provisioned("bench", &format!("cluster-{index:03}"), workers);
     }
-    Ok(loader.objects)
+    fixture.load(&[server])
 }
 
 struct Pair {

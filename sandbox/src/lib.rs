@@ -11,6 +11,7 @@ pub mod crds;
 pub mod demo;
 
 pub mod environment;
+pub mod fixture;
 
 pub mod workload;
 

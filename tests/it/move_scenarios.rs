@@ -10,13 +10,11 @@ use capi_sandbox::crds::{self, Dialect};
 use capi_sandbox::{ApiServer, FaultAction, FaultRule, ServerOptions, Serving};
 use serde_json::{Value, json};
 
-pub const CORE: &str = "cluster.x-k8s.io/v1beta2";
-pub const INFRA: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
-pub const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io/v1beta2";
-pub const CONTROL_PLANE: &str = "controlplane.cluster.x-k8s.io/v1beta2";
+pub use capi_sandbox::fixture::{
+    BOOTSTRAP, CONTROL_PLANE, CORE, Fixture, INFRA, MOVE_HIERARCHY_LABEL, key,
+};
 pub const ADDONS: &str = "addons.cluster.x-k8s.io/v1beta2";
 pub const MOVE_LABEL: &str = "clusterctl.cluster.x-k8s.io/move";
-pub const MOVE_HIERARCHY_LABEL: &str = "clusterctl.cluster.x-k8s.io/move-hierarchy";
 
 /// A move of namespace ns1 from the world's source to its target.
 pub const MOVE_NS1: [&str; 7] = [
@@ -28,268 +26,6 @@ pub const MOVE_NS1: [&str; 7] = [
     "-n",
     "ns1",
 ];
-
-/// Owners named by `(kind, name, controller)`, resolved to UIDs on load.
-pub type Owners = Vec<(String, String, bool)>;
-
-/// Objects to load into the source, with their owners.
-#[derive(Default)]
-pub struct Fixture {
-    pub objects: Vec<(Value, Owners)>,
-    crds: Vec<Value>,
-}
-
-impl Fixture {
-    pub fn add(
-        &mut self,
-        api_version: &str,
-        kind: &str,
-        ns: &str,
-        name: &str,
-        owners: &[(&str, &str, bool)],
-        extra: Value,
-    ) -> &mut Fixture {
-        let mut object =
-            json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
-        if !ns.is_empty() {
-            object["metadata"]["namespace"] = json!(ns);
-        }
-        merge(&mut object, extra);
-        let owners = owners
-            .iter()
-            .map(|(k, n, c)| (k.to_string(), n.to_string(), *c))
-            .collect();
-        self.objects.push((object, owners));
-        self
-    }
-
-    /// A provisioned Cluster, its DockerCluster, `<name>-ca` (no owner: soft-owned) and
-    /// `<name>-kubeconfig`; with a control plane also the KubeadmControlPlane (controller-owned by
-    /// the Cluster), its machine template, and `-kubeconfig`/`-sa` owned by the control plane.
-    pub fn cluster(&mut self, ns: &str, name: &str, control_plane: bool) -> &mut Fixture {
-        let mut spec = json!({"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerCluster", "name": name}});
-        if control_plane {
-            spec["controlPlaneRef"] = json!({"apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": name});
-        }
-        self.add(CORE, "Cluster", ns, name, &[], json!({"spec": spec, "status": {
-            "initialization": {"infrastructureProvisioned": true, "controlPlaneInitialized": true},
-            "conditions": [{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}));
-        self.add(
-            INFRA,
-            "DockerCluster",
-            ns,
-            name,
-            &[("Cluster", name, false)],
-            json!({}),
-        );
-        self.add("v1", "Secret", ns, &format!("{name}-ca"), &[], json!({}));
-        if control_plane {
-            self.add(
-                CONTROL_PLANE,
-                "KubeadmControlPlane",
-                ns,
-                name,
-                &[("Cluster", name, true)],
-                json!({}),
-            );
-            self.add(
-                INFRA,
-                "DockerMachineTemplate",
-                ns,
-                &format!("{name}-cp"),
-                &[("Cluster", name, false)],
-                json!({}),
-            );
-            for secret in ["kubeconfig", "sa"] {
-                self.add(
-                    "v1",
-                    "Secret",
-                    ns,
-                    &format!("{name}-{secret}"),
-                    &[("KubeadmControlPlane", name, true)],
-                    json!({}),
-                );
-            }
-        } else {
-            self.add(
-                "v1",
-                "Secret",
-                ns,
-                &format!("{name}-kubeconfig"),
-                &[("Cluster", name, false)],
-                json!({}),
-            );
-        }
-        self
-    }
-
-    /// A Machine with a node, its DockerMachine and (unless static) KubeadmConfig and bootstrap
-    /// data Secret.
-    pub fn machine(
-        &mut self,
-        ns: &str,
-        cluster: &str,
-        name: &str,
-        owner: (&str, &str, bool),
-        bootstrap: bool,
-    ) -> &mut Fixture {
-        let bootstrap_spec = if bootstrap {
-            json!({"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfig", "name": name}})
-        } else {
-            json!({"dataSecretName": format!("{name}-static")})
-        };
-        self.add(CORE, "Machine", ns, name, &[owner], json!({
-            "metadata": {"labels": {"cluster.x-k8s.io/cluster-name": cluster}},
-            "spec": {"clusterName": cluster, "bootstrap": bootstrap_spec,
-                "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachine", "name": name}},
-            "status": {"nodeRef": {"name": name}}}));
-        self.add(
-            INFRA,
-            "DockerMachine",
-            ns,
-            name,
-            &[("Machine", name, true)],
-            json!({}),
-        );
-        if bootstrap {
-            self.add(
-                BOOTSTRAP,
-                "KubeadmConfig",
-                ns,
-                name,
-                &[("Machine", name, true)],
-                json!({}),
-            );
-            self.add(
-                "v1",
-                "Secret",
-                ns,
-                name,
-                &[("KubeadmConfig", name, true)],
-                json!({}),
-            );
-        }
-        self
-    }
-
-    /// Machine templates owned by the Cluster, as MachineSets, MachineDeployments and pools use.
-    pub fn templates(
-        &mut self,
-        ns: &str,
-        cluster: &str,
-        name: &str,
-        bootstrap: bool,
-    ) -> &mut Fixture {
-        self.add(
-            INFRA,
-            "DockerMachineTemplate",
-            ns,
-            name,
-            &[("Cluster", cluster, false)],
-            json!({}),
-        );
-        if bootstrap {
-            self.add(
-                BOOTSTRAP,
-                "KubeadmConfigTemplate",
-                ns,
-                name,
-                &[("Cluster", cluster, false)],
-                json!({}),
-            );
-        }
-        self
-    }
-
-    /// Cluster ns1/foo with a control-plane Machine cp1 and a MachineDeployment md1 (templates
-    /// included) whose MachineSet md1-a owns a Machine per name in `workers`.
-    pub fn workload(workers: &[&str]) -> Fixture {
-        let mut f = Fixture::default();
-        f.cluster("ns1", "foo", true).machine(
-            "ns1",
-            "foo",
-            "cp1",
-            ("KubeadmControlPlane", "foo", true),
-            true,
-        );
-        f.add(
-            CORE,
-            "MachineDeployment",
-            "ns1",
-            "md1",
-            &[("Cluster", "foo", false)],
-            json!({}),
-        )
-        .templates("ns1", "foo", "md1", true)
-        .add(
-            CORE,
-            "MachineSet",
-            "ns1",
-            "md1-a",
-            &[("MachineDeployment", "md1", true)],
-            json!({}),
-        );
-        for m in workers {
-            f.machine("ns1", "foo", m, ("MachineSet", "md1-a", true), true);
-        }
-        f
-    }
-
-    /// A global identity, `DockerClusterIdentity /identity1` (its CRD labelled move-hierarchy), with
-    /// its credentials Secret in the provider's namespace.
-    pub fn global_identity(&mut self, extra: Value) -> &mut Fixture {
-        self.crd(
-            "infrastructure.cluster.x-k8s.io",
-            "DockerClusterIdentity",
-            false,
-            MOVE_HIERARCHY_LABEL,
-        )
-        .add(INFRA, "DockerClusterIdentity", "", "identity1", &[], extra)
-        .add(
-            "v1",
-            "Secret",
-            "capd-system",
-            "identity1-credentials",
-            &[("DockerClusterIdentity", "identity1", false)],
-            json!({}),
-        )
-    }
-
-    pub fn crd(&mut self, group: &str, kind: &str, namespaced: bool, label: &str) -> &mut Fixture {
-        let plural = format!("{}s", kind.to_lowercase());
-        self.crds.push(json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": format!("{plural}.{group}"),
-                "labels": {"clusterctl.cluster.x-k8s.io": "", label: "", "cluster.x-k8s.io/provider": "infrastructure-docker"}},
-            "spec": {"group": group, "scope": if namespaced { "Namespaced" } else { "Cluster" },
-                "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
-                "versions": [{"name": "v1beta2", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-        }));
-        self
-    }
-}
-
-pub fn merge(into: &mut Value, extra: Value) {
-    match (into, extra) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in b {
-                merge(a.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (slot, v) => *slot = v,
-    }
-}
-
-pub fn key(o: &Value) -> String {
-    format!(
-        "{} {}/{}",
-        o["kind"].as_str().unwrap(),
-        o["metadata"]["namespace"].as_str().unwrap_or(""),
-        o["metadata"]["name"].as_str().unwrap()
-    )
-}
 
 pub struct World {
     pub source: ApiServer,
@@ -306,45 +42,13 @@ impl World {
         let target = ApiServer::new(ServerOptions::default());
         for server in [&source, &target] {
             crds::install_with_inventory(server, Dialect::V1beta2).unwrap();
-            for crd in &fixture.crds {
-                server.load(crd.clone()).unwrap();
-            }
         }
-        let mut loaded: BTreeMap<String, Value> = BTreeMap::new();
-        let mut namespaces = BTreeSet::new();
-        for (object, owners) in &fixture.objects {
-            let mut object = object.clone();
-            let ns = object["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or("")
-                .to_string();
-            if !ns.is_empty()
-                && namespaces.insert(ns.clone())
-                && source.object("", "namespaces", "", &ns).is_none()
-            {
-                source
-                    .load(
-                        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-                    )
-                    .unwrap();
-            }
-            let refs: Vec<Value> = owners
-                .iter()
-                .map(|(kind, name, controller)| {
-                    let owner = loaded
-                        .get(&format!("{kind} {ns}/{name}"))
-                        .or_else(|| loaded.get(&format!("{kind} /{name}")))
-                        .unwrap_or_else(|| panic!("owner {kind} {name} is loaded first"));
-                    json!({"apiVersion": owner["apiVersion"], "kind": kind, "name": name,
-                        "uid": owner["metadata"]["uid"], "controller": controller, "blockOwnerDeletion": controller})
-                })
-                .collect();
-            if !refs.is_empty() {
-                object["metadata"]["ownerReferences"] = json!(refs);
-            }
-            let created = source.load(object).unwrap();
-            loaded.insert(key(&created), created);
-        }
+        let loaded: BTreeMap<String, Value> = fixture
+            .load(&[&source, &target])
+            .unwrap()
+            .into_iter()
+            .map(|o| (key(&o), o))
+            .collect();
         let serving = (
             source.serve(0).await.unwrap(),
             target.serve(0).await.unwrap(),
@@ -773,24 +477,13 @@ async fn a_machine_set_and_machine_deployments_with_and_without_bootstrap_config
     )
     .templates("ns1", "foo", "ms1", true)
     .machine("ns1", "foo", "m1", ("MachineSet", "ms1", true), true);
-    f.add(
-        CORE,
-        "MachineDeployment",
+    f.machine_deployment("ns1", "foo", "md1", "md1-a").machine(
         "ns1",
-        "md1",
-        &[("Cluster", "foo", false)],
-        json!({}),
-    )
-    .templates("ns1", "foo", "md1", true)
-    .add(
-        CORE,
-        "MachineSet",
-        "ns1",
-        "md1-a",
-        &[("MachineDeployment", "md1", true)],
-        json!({}),
-    )
-    .machine("ns1", "foo", "m2", ("MachineSet", "md1-a", true), true);
+        "foo",
+        "m2",
+        ("MachineSet", "md1-a", true),
+        true,
+    );
     // A static bootstrap: no config, no config template.
     f.add(
         CORE,
