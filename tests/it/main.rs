@@ -6,6 +6,7 @@ mod common;
 mod demo;
 mod freeze;
 mod kubectl_plugin;
+mod layout;
 mod move_safety;
 mod move_scenarios;
 mod move_without_clusters;
