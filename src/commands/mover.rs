@@ -478,145 +478,249 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     Ok(moved)
 }
 
+/// A step either goes on with what it found, or ends the command with a status.
+enum Step<T> {
+    Go(T),
+    Stop(ExitStatus),
+}
+
+/// Where a move's records live: the local journal and its copy in the source (with a target).
+struct MoveRecords {
+    path: std::path::PathBuf,
+    key: String,
+    copy_namespace: String,
+}
+
+/// What earlier runs of this move recorded, once reconciled.
+#[derive(Default)]
+struct History {
+    unfinished: Option<Journal>,
+    finished: Option<Journal>,
+}
+
+/// The move planned from a fresh listing of the source.
+struct Planned {
+    types: Vec<crate::mover::discover::MoveType>,
+    objects: crate::mover::graph::TypedObjects,
+    plan: MovePlan,
+    clusters: Vec<ObjectRef>,
+}
+
+/// What the preflight learnt that the move needs.
+struct Checked {
+    in_target: BTreeSet<String>,
+    made_namespaces: Vec<crate::mover::namespaces::MadeNamespace>,
+}
+
+/// One run of `kubectl capi move` between two clusters (or to a directory): its flags, its ends
+/// and its records. Its methods are the steps `move_once` takes.
+struct Move<'a> {
+    args: &'a MoveArgs,
+    settings: &'a Settings,
+    printer: &'a Printer,
+    source: crate::kube::Cluster,
+    target: Option<Destination>,
+    scope: ListScope,
+    namespace: Option<String>,
+    records: Option<MoveRecords>,
+}
+
+/// `kubectl capi move` itself, as clusterctl's `move()` reads: a short list of named steps.
 async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
-    let dry_run = args.dry_run;
     if let Some(directory) = &args.from_directory {
-        return restore(args, directory, dry_run, settings, printer).await;
+        return restore(args, directory, args.dry_run, settings, printer).await;
     }
-    // Local paths are checked before anything is read or written in a cluster.
+    check_arguments(args)?;
+    let this = Move::connect(args, settings, printer).await?;
+    let history = match this.history().await? {
+        Step::Go(history) => history,
+        Step::Stop(status) => return Ok(status),
+    };
+    if args.rollback {
+        return this.rollback(&history).await;
+    }
+    if let Some(status) = this.finish_interrupted(&history).await? {
+        return Ok(status);
+    }
+    let planned = match this.plan(&history).await? {
+        Step::Go(planned) => planned,
+        Step::Stop(status) => return Ok(status),
+    };
+    if let Some(directory) = &args.to_directory {
+        return this.backup(&planned, directory).await;
+    }
+    let checked = match this.check(&planned, &history).await? {
+        Step::Go(checked) => checked,
+        Step::Stop(status) => return Ok(status),
+    };
+    this.execute(planned, checked, history).await
+}
+
+/// Flags and local paths, before anything is read or written in a cluster.
+fn check_arguments(args: &MoveArgs) -> Result<()> {
     if let Some(directory) = &args.to_directory {
         crate::mover::directory::check_backup_directory(directory)?;
     }
     if args.to_kubeconfig.is_none()
         && args.to_context.is_none()
         && args.to_directory.is_none()
-        && dry_run != DryRun::Client
+        && args.dry_run != DryRun::Client
     {
         return Err(Error::Usage(
             "please specify a target cluster using --to-kubeconfig and/or --to-context, or --to-directory (or use --dry-run)".into(),
         ));
     }
-    let timeout = args.timeout;
-    let source = connect(&settings.connection).await?;
-    Catalog::discover(&source).await?;
-    let (scope, moved_namespace) = if settings.scope.all_namespaces {
-        (ListScope::AllNamespaces, None)
-    } else {
-        let ns = source.namespace(settings.scope.namespace.as_deref());
-        (ListScope::Namespace(ns.clone()), Some(ns))
-    };
-    let target = if dry_run == DryRun::Client || args.to_directory.is_some() {
-        None
-    } else {
-        let cluster = connect(&target_connection(args, settings)).await?;
-        // Before anything else, and for a resume or rollback too: one cluster as both ends
-        // would lose everything the move copies.
-        same_cluster::ensure_distinct(&source, &cluster).await?;
-        let catalog = Catalog::discover(&cluster).await?;
-        Some(Destination { cluster, catalog })
-    };
+    Ok(())
+}
 
-    // An interrupted move of the same Clusters is continued, never started over.
-    let journal_path = target.as_ref().map(|t| {
-        args.journal.clone().unwrap_or_else(|| {
-            journal::default_dir().join(Journal::file_name(
-                &source.url,
-                &t.cluster.url,
-                moved_namespace.as_deref(),
-                &args.clusters,
-            ))
-        })
-    });
-    let journal_key = target.as_ref().map(|t| {
-        Journal::key(
-            &source.url,
-            &t.cluster.url,
-            moved_namespace.as_deref(),
-            &args.clusters,
-        )
-    });
-    let copy_namespace = match &target {
-        Some(_) => journal::copy::namespace(&source, moved_namespace.as_deref()).await?,
-        None => String::new(),
-    };
-    // The running move's journal: its local file and its copy in the source cluster.
-    let journal_file = |path: &std::path::Path, journal: Journal| JournalFile {
-        path: path.to_path_buf(),
-        journal,
-        copy: journal_key.as_ref().map(|key| JournalCopy {
-            cluster: source.clone(),
-            namespace: copy_namespace.clone(),
-            key: key.clone(),
-            written: None,
-        }),
-    };
-    let journal_shown = journal_path
-        .as_deref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    // What earlier runs of this move recorded, reconciled before anything acts on it.
-    let recorded = match (&journal_path, &journal_key) {
-        (Some(path), Some(key)) => {
-            if args.journal.is_none() {
-                journal::prune_finished(&journal::default_dir());
-            }
-            recovery::recorded(
-                &Records {
-                    path,
-                    source: &source,
-                    copy_namespace: &copy_namespace,
-                    key,
-                },
-                args.rollback,
-            )
-            .await?
-        }
-        _ => Recorded::Nothing,
-    };
-    let mut finished = None;
-    let unfinished = match recorded {
-        Recorded::Nothing => None,
-        Recorded::Interrupted { journal, from_copy } => {
-            if from_copy {
-                printer.info("continuing from the journal's copy in the source cluster");
-            }
-            Some(journal)
-        }
-        Recorded::Finished(record) => {
-            finished = Some(record);
+impl<'a> Move<'a> {
+    /// Connects both ends — refusing one cluster as both, before anything else — and finds
+    /// where this move's records live.
+    async fn connect(
+        args: &'a MoveArgs,
+        settings: &'a Settings,
+        printer: &'a Printer,
+    ) -> Result<Move<'a>> {
+        let source = connect(&settings.connection).await?;
+        Catalog::discover(&source).await?;
+        let (scope, namespace) = if settings.scope.all_namespaces {
+            (ListScope::AllNamespaces, None)
+        } else {
+            let ns = source.namespace(settings.scope.namespace.as_deref());
+            (ListScope::Namespace(ns.clone()), Some(ns))
+        };
+        let target = if args.dry_run == DryRun::Client || args.to_directory.is_some() {
             None
+        } else {
+            let cluster = connect(&target_connection(args, settings)).await?;
+            same_cluster::ensure_distinct(&source, &cluster).await?;
+            let catalog = Catalog::discover(&cluster).await?;
+            Some(Destination { cluster, catalog })
+        };
+        let records = match &target {
+            None => None,
+            Some(target) => {
+                let ns = namespace.as_deref();
+                let path = args.journal.clone().unwrap_or_else(|| {
+                    journal::default_dir().join(Journal::file_name(
+                        &source.url,
+                        &target.cluster.url,
+                        ns,
+                        &args.clusters,
+                    ))
+                });
+                Some(MoveRecords {
+                    path,
+                    key: Journal::key(&source.url, &target.cluster.url, ns, &args.clusters),
+                    copy_namespace: journal::copy::namespace(&source, ns).await?,
+                })
+            }
+        };
+        Ok(Move {
+            args,
+            settings,
+            printer,
+            source,
+            target,
+            scope,
+            namespace,
+            records,
+        })
+    }
+
+    /// The running move's journal: its local file and its copy in the source cluster.
+    fn journal_file(&self, records: &MoveRecords, journal: Journal) -> JournalFile {
+        JournalFile {
+            path: records.path.clone(),
+            journal,
+            copy: Some(JournalCopy {
+                cluster: self.source.clone(),
+                namespace: records.copy_namespace.clone(),
+                key: records.key.clone(),
+                written: None,
+            }),
         }
-        Recorded::Untrusted(reason) => {
-            return Err(Error::Refused(vec![format!(
-                "{} refused: {reason}",
-                if args.rollback { "rollback" } else { "move" }
-            )]));
+    }
+
+    fn journal_shown(&self) -> String {
+        self.records
+            .as_ref()
+            .map(|r| r.path.display().to_string())
+            .unwrap_or_default()
+    }
+
+    /// What earlier runs of this move recorded, reconciled before anything acts on it.
+    async fn history(&self) -> Result<Step<History>> {
+        let Some(records) = &self.records else {
+            return Ok(Step::Go(History::default()));
+        };
+        if self.args.journal.is_none() {
+            journal::prune_finished(&journal::default_dir());
         }
-        Recorded::FinishedElsewhere(stale) => {
-            let path = journal_path.as_deref().expect("records have a path");
-            if args.rollback {
+        let recorded = recovery::recorded(
+            &Records {
+                path: &records.path,
+                source: &self.source,
+                copy_namespace: &records.copy_namespace,
+                key: &records.key,
+            },
+            self.args.rollback,
+        )
+        .await?;
+        let shown = records.path.display();
+        Ok(Step::Go(match recorded {
+            Recorded::Nothing => History::default(),
+            Recorded::Interrupted { journal, from_copy } => {
+                if from_copy {
+                    self.printer
+                        .info("continuing from the journal's copy in the source cluster");
+                }
+                History {
+                    unfinished: Some(journal),
+                    finished: None,
+                }
+            }
+            Recorded::Finished(record) => History {
+                unfinished: None,
+                finished: Some(record),
+            },
+            Recorded::Untrusted(reason) => {
                 return Err(Error::Refused(vec![format!(
-                    "rollback refused: the move recorded in {} (stage: {:?}) was finished from elsewhere — its objects have left the source and its copy there is gone, so the target holds the only copy",
-                    path.display(),
-                    stale.stage
+                    "{} refused: {reason}",
+                    if self.args.rollback {
+                        "rollback"
+                    } else {
+                        "move"
+                    }
                 )]));
             }
-            let mut record = stale;
-            record.stage = Stage::Done;
-            journal::save_text(&record.finished_record().to_json(), path)?;
-            printer.info(&format!(
-                "the move recorded in {} was finished from elsewhere: its objects have left the source and its copy there is gone; nothing to do",
-                path.display()
-            ));
-            return Ok(ExitStatus::Success);
-        }
-    };
-    if args.rollback {
-        let (Some(journal), Some(path), Some(target)) = (&unfinished, &journal_path, &target)
+            Recorded::FinishedElsewhere(stale) => {
+                if self.args.rollback {
+                    return Err(Error::Refused(vec![format!(
+                        "rollback refused: the move recorded in {shown} (stage: {:?}) was finished from elsewhere — its objects have left the source and its copy there is gone, so the target holds the only copy",
+                        stale.stage
+                    )]));
+                }
+                let mut record = stale;
+                record.stage = Stage::Done;
+                journal::save_text(&record.finished_record().to_json(), &records.path)?;
+                self.printer.info(&format!(
+                    "the move recorded in {shown} was finished from elsewhere: its objects have left the source and its copy there is gone; nothing to do"
+                ));
+                return Ok(Step::Stop(ExitStatus::Success));
+            }
+        }))
+    }
+
+    /// `--rollback`: undoes an interrupted move before its deletion phase.
+    async fn rollback(&self, history: &History) -> Result<ExitStatus> {
+        let (Some(journal), Some(records), Some(target)) =
+            (&history.unfinished, &self.records, &self.target)
         else {
             return Err(Error::Usage(format!(
-                "no interrupted move to roll back: {journal_shown} holds none{}",
-                finished_note(finished.as_ref())
+                "no interrupted move to roll back: {} holds none{}",
+                self.journal_shown(),
+                finished_note(history.finished.as_ref())
             )));
         };
         if journal.stage >= Stage::Deleting {
@@ -627,319 +731,403 @@ async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> R
         }
         // A rollback leaves the source as the only home: every original must be there.
         let all: Vec<&journal::Entry> = journal.entries.iter().collect();
-        let gone = recovery::originals_gone(&source, &all).await?;
+        let gone = recovery::originals_gone(&self.source, &all).await?;
         if gone > 0 {
             return Err(Error::Refused(vec![format!(
                 "rollback refused: {gone} of the {} objects {} records are no longer in the source with their recorded UIDs, so the move was continued elsewhere; the target may hold their only copy",
                 all.len(),
-                path.display()
+                records.path.display()
             )]));
         }
-        let mut file = journal_file(path, journal.clone());
+        let mut file = self.journal_file(records, journal.clone());
         let removed = rollback_from_journal(
-            &source,
+            &self.source,
             &target.cluster,
             &mut file,
-            usize::from(args.concurrency),
-            &Reporter::new(printer),
+            usize::from(self.args.concurrency),
+            &Reporter::new(self.printer),
         )
         .await?;
-        printer.data(&format!(
+        self.printer.data(&format!(
             "rolled back: {} object(s) removed from the target, {} Cluster(s)/ClusterClass(es) unpaused in the source\n",
             removed.count,
             file.journal.paused.len()
         ))?;
-        warn_skipped(printer, &removed.skipped);
-        return Ok(ExitStatus::Success);
+        warn_skipped(self.printer, &removed.skipped);
+        Ok(ExitStatus::Success)
     }
-    if args.resume && unfinished.is_none() {
-        return Err(Error::Usage(format!(
-            "no interrupted move to resume: {journal_shown} holds none{}; run the move without --resume",
-            finished_note(finished.as_ref())
-        )));
-    }
-    if let (Some(journal), Some(path)) = (&unfinished, &journal_path) {
-        printer.note(&format!(
+
+    /// An interrupted move that already deletes from the source is finished from its journal
+    /// alone (the source may be half deleted, so it cannot be planned again).
+    async fn finish_interrupted(&self, history: &History) -> Result<Option<ExitStatus>> {
+        if self.args.resume && history.unfinished.is_none() {
+            return Err(Error::Usage(format!(
+                "no interrupted move to resume: {} holds none{}; run the move without --resume",
+                self.journal_shown(),
+                finished_note(history.finished.as_ref())
+            )));
+        }
+        let (Some(journal), Some(records)) = (&history.unfinished, &self.records) else {
+            return Ok(None);
+        };
+        self.printer.note(&format!(
             "continuing the interrupted move recorded in {} (stage: {:?})",
-            path.display(),
+            records.path.display(),
             journal.stage
         ));
-        if journal.stage >= Stage::Deleting && dry_run == DryRun::None {
-            let target = target.as_ref().expect("connected above");
-            let mut file = journal_file(path, journal.clone());
-            let reporter = Reporter::new(printer);
-            let summary = finish_from_journal(
-                &source,
-                &target.cluster,
-                &mut file,
-                usize::from(args.concurrency),
-                &reporter,
-            )
-            .await?;
-            print_summary(args, settings, printer, &summary)?;
-            return Ok(ExitStatus::Success);
-        }
-    }
-
-    let types = move_types(&source).await?;
-    let objects = list_objects(&source, &types, &scope).await?;
-    let graph = Graph::build(&objects, moved_namespace.as_deref());
-    let all_clusters: Vec<&crate::mover::graph::Node> = graph
-        .nodes
-        .values()
-        .filter(|n| {
-            !n.is_virtual() && n.reference.kind == "Cluster" && n.reference.group() == CORE_GROUP
-        })
-        .filter(|n| {
-            moved_namespace
-                .as_deref()
-                .is_none_or(|ns| n.reference.namespace == ns)
-        })
-        .collect();
-    let scope_shown = super::scope_shown(&scope);
-    let (found, missing) =
-        crate::model::select_by_name(all_clusters.iter().copied(), &args.clusters, |n| {
-            n.reference.name.as_str()
-        });
-    let selected: BTreeSet<String> = if args.clusters.is_empty() {
-        BTreeSet::new()
-    } else {
-        found.iter().map(|n| n.uid.clone()).collect()
-    };
-    // A rerun after the move finished is harmless: it says so and succeeds.
-    let finished_here = |path: &std::path::Path, record: &Journal| {
-        format!(
-            "the move recorded in {} finished at {} ({} objects); nothing left to move in {scope_shown}",
-            path.display(),
-            record.finished_at.as_deref().unwrap_or("an unknown time"),
-            record.objects.unwrap_or_default()
+        let (Some(target), true) = (
+            &self.target,
+            journal.stage >= Stage::Deleting && self.args.dry_run == DryRun::None,
+        ) else {
+            return Ok(None);
+        };
+        let mut file = self.journal_file(records, journal.clone());
+        let summary = finish_from_journal(
+            &self.source,
+            &target.cluster,
+            &mut file,
+            usize::from(self.args.concurrency),
+            &Reporter::new(self.printer),
         )
-    };
-    if let (Some(record), Some(path), false) = (&finished, &journal_path, missing.is_empty()) {
-        printer.info(&finished_here(path, record));
-        return Ok(ExitStatus::Success);
-    }
-    if !missing.is_empty() {
-        return Err(Error::ClustersNotFound {
-            names: missing,
-            scope: scope_shown,
-        });
-    }
-    let clusters: Vec<ObjectRef> = all_clusters
-        .iter()
-        .filter(|n| selected.is_empty() || selected.contains(&n.uid))
-        .map(|n| n.reference.clone())
-        .collect();
-    // Without Cluster names the plan is clusterctl's whole graph for the scope, with or without
-    // Clusters: ClusterClasses, labelled objects, global objects and identities.
-    let mut plan = plan(graph, &selected);
-    // After a finished move, what is left are at most the shared objects it copied and kept.
-    let only_kept = plan
-        .scheduled
-        .iter()
-        .all(|u| plan.kept_in_source.contains(u));
-    if plan.groups.is_empty() || (finished.is_some() && only_kept) {
-        // As clusterctl: a scope with nothing to move is not an error.
-        printer.info(&match (&finished, &journal_path) {
-            (Some(record), Some(path)) => finished_here(path, record),
-            _ => format!("nothing to move in {scope_shown}"),
-        });
-        return Ok(ExitStatus::Success);
+        .await?;
+        print_summary(self.args, self.settings, self.printer, &summary)?;
+        Ok(Some(ExitStatus::Success))
     }
 
-    if let Some(directory) = &args.to_directory {
+    /// Lists the source and plans the move: the named Clusters, or without names clusterctl's
+    /// whole graph for the scope, with or without Clusters.
+    async fn plan(&self, history: &History) -> Result<Step<Planned>> {
+        let types = move_types(&self.source).await?;
+        let objects = list_objects(&self.source, &types, &self.scope).await?;
+        let graph = Graph::build(&objects, self.namespace.as_deref());
+        let all_clusters: Vec<&crate::mover::graph::Node> = graph
+            .nodes
+            .values()
+            .filter(|n| {
+                !n.is_virtual()
+                    && n.reference.kind == "Cluster"
+                    && n.reference.group() == CORE_GROUP
+            })
+            .filter(|n| {
+                self.namespace
+                    .as_deref()
+                    .is_none_or(|ns| n.reference.namespace == ns)
+            })
+            .collect();
+        let scope_shown = super::scope_shown(&self.scope);
+        let (found, missing) =
+            crate::model::select_by_name(all_clusters.iter().copied(), &self.args.clusters, |n| {
+                n.reference.name.as_str()
+            });
+        let selected: BTreeSet<String> = if self.args.clusters.is_empty() {
+            BTreeSet::new()
+        } else {
+            found.iter().map(|n| n.uid.clone()).collect()
+        };
+        // A rerun after the move finished is harmless: it says so and succeeds.
+        let finished_here = || {
+            let (Some(record), Some(records)) = (&history.finished, &self.records) else {
+                return None;
+            };
+            Some(format!(
+                "the move recorded in {} finished at {} ({} objects); nothing left to move in {scope_shown}",
+                records.path.display(),
+                record.finished_at.as_deref().unwrap_or("an unknown time"),
+                record.objects.unwrap_or_default()
+            ))
+        };
+        if !missing.is_empty() {
+            if let Some(note) = finished_here() {
+                self.printer.info(&note);
+                return Ok(Step::Stop(ExitStatus::Success));
+            }
+            return Err(Error::ClustersNotFound {
+                names: missing,
+                scope: scope_shown,
+            });
+        }
+        let clusters: Vec<ObjectRef> = all_clusters
+            .iter()
+            .filter(|n| selected.is_empty() || selected.contains(&n.uid))
+            .map(|n| n.reference.clone())
+            .collect();
+        let plan = plan(graph, &selected);
+        // After a finished move, what is left are at most the shared objects it copied and kept.
+        let only_kept = plan
+            .scheduled
+            .iter()
+            .all(|u| plan.kept_in_source.contains(u));
+        if plan.groups.is_empty() || (history.finished.is_some() && only_kept) {
+            // As clusterctl: a scope with nothing to move is not an error.
+            self.printer.info(
+                &finished_here().unwrap_or_else(|| format!("nothing to move in {scope_shown}")),
+            );
+            return Ok(Step::Stop(ExitStatus::Success));
+        }
+        Ok(Step::Go(Planned {
+            types,
+            objects,
+            plan,
+            clusters,
+        }))
+    }
+
+    /// `--to-directory`: a backup after the source-side checks.
+    async fn backup(&self, planned: &Planned, directory: &std::path::Path) -> Result<ExitStatus> {
+        let Planned {
+            types,
+            objects,
+            plan,
+            clusters,
+        } = planned;
         let failures = preflight(
-            &plan,
-            &types,
-            &objects,
-            &source,
+            plan,
+            types,
+            objects,
+            &self.source,
             None,
-            &clusters,
+            clusters,
             &ThisMove::default(),
         )
         .await?
         .failures;
         if !failures.is_empty() {
-            printer.refused(
+            self.printer.refused(
                 "backup refused by its preflight, nothing was written:",
                 &failures,
             );
             return Ok(ExitStatus::Failure);
         }
-        if dry_run != DryRun::None {
-            printer.data(&plan_text(
-                &plan_report(&plan, &clusters, Vec::new()),
-                wide_tree(&plan, settings).as_deref(),
+        if self.args.dry_run != DryRun::None {
+            self.printer.data(&plan_text(
+                &plan_report(plan, clusters, Vec::new()),
+                wide_tree(plan, self.settings).as_deref(),
             ))?;
             return Ok(ExitStatus::Success);
         }
         let from = Source {
-            cluster: &source,
-            types: &types,
-            scope: &scope,
+            cluster: &self.source,
+            types,
+            scope: &self.scope,
         };
-        let written = crate::mover::directory::backup(&plan, &from, directory).await?;
-        printer.data(&format!(
+        let written = crate::mover::directory::backup(plan, &from, directory).await?;
+        self.printer.data(&format!(
             "wrote {written} objects of {} Cluster(s) to {}\n",
             clusters.len(),
             directory.display()
         ))?;
-        return Ok(ExitStatus::Success);
+        Ok(ExitStatus::Success)
     }
-    let (failures, in_target, made_namespaces) = if dry_run == DryRun::Client {
-        (Vec::new(), BTreeSet::new(), Vec::new())
-    } else {
-        preflight(
-            &plan,
-            &types,
-            &objects,
-            &source,
-            target.as_ref(),
-            &clusters,
-            &ThisMove {
-                earlier: unfinished.as_ref(),
-                overwrite_existing: args.overwrite_existing,
-                journal_namespace: Some(&copy_namespace),
-            },
-        )
-        .await
-        .map(|p| (p.failures, p.in_target, p.made_namespaces))?
-    };
 
-    let structured = matches!(settings.output, OutputFormat::Json | OutputFormat::Yaml);
-    if !failures.is_empty() {
-        if structured {
-            printer.data(&printer.structured(&plan_report(&plan, &clusters, failures.clone())))?;
-        }
-        printer.refused(
-            "move refused by its preflight, nothing was written:",
-            &failures,
-        );
-        return Ok(ExitStatus::Failure);
-    }
-    if dry_run != DryRun::None {
-        // A dry run leaves nothing behind, not even the namespaces its checks needed.
-        if let Some(target) = &target {
-            remove_namespaces(&target.cluster, &made_namespaces).await;
-        }
-        let report = plan_report(&plan, &clusters, Vec::new());
-        if structured {
-            printer.data(&printer.structured(&report))?;
+    /// The preflight, then for a dry run the plan: every check before the first write.
+    async fn check(&self, planned: &Planned, history: &History) -> Result<Step<Checked>> {
+        let Planned {
+            types,
+            objects,
+            plan,
+            clusters,
+        } = planned;
+        let dry_run = self.args.dry_run;
+        let (failures, checked) = if dry_run == DryRun::Client {
+            (
+                Vec::new(),
+                Checked {
+                    in_target: BTreeSet::new(),
+                    made_namespaces: Vec::new(),
+                },
+            )
         } else {
-            printer.data(&plan_text(&report, wide_tree(&plan, settings).as_deref()))?;
+            let found = preflight(
+                plan,
+                types,
+                objects,
+                &self.source,
+                self.target.as_ref(),
+                clusters,
+                &ThisMove {
+                    earlier: history.unfinished.as_ref(),
+                    overwrite_existing: self.args.overwrite_existing,
+                    journal_namespace: self.records.as_ref().map(|r| r.copy_namespace.as_str()),
+                },
+            )
+            .await?;
+            (
+                found.failures,
+                Checked {
+                    in_target: found.in_target,
+                    made_namespaces: found.made_namespaces,
+                },
+            )
+        };
+        let structured = matches!(
+            self.settings.output,
+            OutputFormat::Json | OutputFormat::Yaml
+        );
+        if !failures.is_empty() {
+            if structured {
+                self.printer.data(&self.printer.structured(&plan_report(
+                    plan,
+                    clusters,
+                    failures.clone(),
+                )))?;
+            }
+            self.printer.refused(
+                "move refused by its preflight, nothing was written:",
+                &failures,
+            );
+            return Ok(Step::Stop(ExitStatus::Failure));
+        }
+        if dry_run == DryRun::None {
+            return Ok(Step::Go(checked));
+        }
+        // A dry run leaves nothing behind, not even the namespaces its checks needed.
+        if let Some(target) = &self.target {
+            remove_namespaces(&target.cluster, &checked.made_namespaces).await;
+        }
+        let report = plan_report(plan, clusters, Vec::new());
+        if structured {
+            self.printer.data(&self.printer.structured(&report))?;
+        } else {
+            self.printer.data(&plan_text(
+                &report,
+                wide_tree(plan, self.settings).as_deref(),
+            ))?;
             if dry_run == DryRun::Server {
-                printer.info("preflight passed: the move can start now");
+                self.printer
+                    .info("preflight passed: the move can start now");
             }
         }
-        return Ok(ExitStatus::Success);
+        Ok(Step::Stop(ExitStatus::Success))
     }
-    let target = target.expect("connected above");
-    // The move re-reads every object once the source is paused.
-    drop(objects);
-    plan.release_objects();
-    let from = Source {
-        cluster: &source,
-        types: &types,
-        scope: &scope,
-    };
-    let options = RunOptions {
-        timeout,
-        restore_status: args.restore_status,
-        concurrency: usize::from(args.concurrency),
-        overwrite_existing: args.overwrite_existing,
-        made_namespaces,
-        stop: Stop::default(),
-    };
-    // Ctrl-C stops at the next safe point: writes in flight finish and are journalled. A second
-    // Ctrl-C exits at once (the journal still lets the move resume).
-    let listener = {
-        let stop = options.stop.clone();
-        let printer = printer.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                printer
-                    .note("stopping after the requests in flight (Ctrl-C again to quit at once)");
-                stop.request();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
+
+    /// The journal this run writes: the plan, carrying over what the first attempt learnt
+    /// (what was in the target before, what it created or sent).
+    fn new_journal(&self, planned: &Planned, checked: &Checked, history: &History) -> Journal {
+        let target = self.target.as_ref().expect("a move has a target");
+        let mut journal = Journal::new(
+            &planned.plan,
+            |r| type_of(&planned.types, r).map(|t| (t.resource.plural.clone(), t.info.namespaced)),
+            Endpoint {
+                server: self.source.url.clone(),
+                context: self.settings.connection.context.clone(),
+            },
+            Endpoint {
+                server: target.cluster.url.clone(),
+                context: self.args.to_context.clone(),
+            },
+            self.namespace.clone(),
+            self.args.clusters.clone(),
+        );
+        let earlier = history.unfinished.as_ref();
+        journal.attempt = earlier.map_or(0, |earlier| earlier.attempt + 1);
+        for entry in &mut journal.entries {
+            match earlier.and_then(|earlier| earlier.entry(&entry.uid)) {
+                Some(before) => {
+                    entry.preexisting = before.preexisting;
+                    entry.created = before.created;
+                    entry.sent = before.sent;
+                    entry.target_uid = before.target_uid.clone();
                 }
+                // Not in the first plan, so not created by this move.
+                None => entry.preexisting = checked.in_target.contains(&entry.uid),
             }
-        })
-    };
-    let mut journal = Journal::new(
-        &plan,
-        |r| type_of(&types, r).map(|t| (t.resource.plural.clone(), t.info.namespaced)),
-        Endpoint {
-            server: source.url.clone(),
-            context: settings.connection.context.clone(),
-        },
-        Endpoint {
-            server: target.cluster.url.clone(),
-            context: args.to_context.clone(),
-        },
-        moved_namespace.clone(),
-        args.clusters.clone(),
-    );
-    journal.attempt = unfinished.as_ref().map_or(0, |earlier| earlier.attempt + 1);
-    // What was in the target before the move is known from the first attempt's preflight only:
-    // later attempts find their own earlier creations there.
-    for entry in &mut journal.entries {
-        match unfinished
-            .as_ref()
-            .and_then(|earlier| earlier.entry(&entry.uid))
-        {
-            Some(before) => {
-                entry.preexisting = before.preexisting;
-                entry.created = before.created;
-                entry.sent = before.sent;
-                entry.target_uid = before.target_uid.clone();
+        }
+        journal
+    }
+
+    /// Runs the checked move under its journal; Ctrl-C stops it at the next safe point.
+    async fn execute(
+        self,
+        planned: Planned,
+        checked: Checked,
+        history: History,
+    ) -> Result<ExitStatus> {
+        let journal = self.new_journal(&planned, &checked, &history);
+        let Planned {
+            types,
+            objects,
+            mut plan,
+            clusters,
+        } = planned;
+        let (Some(target), Some(records)) = (&self.target, &self.records) else {
+            unreachable!("a move that writes has a target and records")
+        };
+        // The move re-reads every object once the source is paused.
+        drop(objects);
+        plan.release_objects();
+        let from = Source {
+            cluster: &self.source,
+            types: &types,
+            scope: &self.scope,
+        };
+        let options = RunOptions {
+            timeout: self.args.timeout,
+            restore_status: self.args.restore_status,
+            concurrency: usize::from(self.args.concurrency),
+            overwrite_existing: self.args.overwrite_existing,
+            made_namespaces: checked.made_namespaces,
+            stop: Stop::default(),
+        };
+        let listener = stop_on_ctrl_c(&options.stop, self.printer);
+        let mut file = self.journal_file(records, journal);
+        let outcome = execute(
+            &plan,
+            &from,
+            target,
+            &options,
+            clusters,
+            &Reporter::new(self.printer),
+            &mut file,
+        )
+        .await;
+        listener.abort();
+        match outcome {
+            Ok(summary) => {
+                print_summary(self.args, self.settings, self.printer, &summary)?;
+                Ok(ExitStatus::Success)
             }
-            // Not in the first plan, so not created by this move.
-            None => entry.preexisting = in_target.contains(&entry.uid),
+            Err(e) => {
+                self.printer.note(&stopped_note(&e, &file));
+                Err(e)
+            }
         }
     }
-    let mut file = journal_file(
-        journal_path
-            .as_deref()
-            .expect("a target means a journal path"),
-        journal,
-    );
-    let reporter = Reporter::new(printer);
-    let outcome = execute(
-        &plan,
-        &from,
-        &target,
-        &options,
-        clusters.clone(),
-        &reporter,
-        &mut file,
-    )
-    .await;
-    listener.abort();
-    let summary = match outcome {
-        Ok(summary) => summary,
-        Err(e) => {
-            let resume = resume_command();
-            match &e {
-                Error::Interrupted => printer.note(&format!(
-                    "interrupted: the move stopped after its requests in flight; its journal is {}.\ncontinue with: {resume}",
-                    file.path.display()
-                )),
-                _ => printer.note(&format!(
-                    "note: the move stopped partway; its journal is {}. Fix the cause, then continue with: {resume}{}",
-                    file.path.display(),
-                    if file.journal.stage < Stage::Deleting {
-                        " (or undo it with --rollback)"
-                    } else {
-                        ""
-                    }
-                )),
+}
+
+/// Ctrl-C stops a move at the next safe point: writes in flight finish and are journalled. A
+/// second Ctrl-C exits at once (the journal still lets the move resume).
+fn stop_on_ctrl_c(stop: &Stop, printer: &Printer) -> tokio::task::JoinHandle<()> {
+    let stop = stop.clone();
+    let printer = printer.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            printer.note("stopping after the requests in flight (Ctrl-C again to quit at once)");
+            stop.request();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
             }
-            return Err(e);
         }
-    };
-    print_summary(args, settings, printer, &summary)?;
-    Ok(ExitStatus::Success)
+    })
+}
+
+/// What to tell a user whose move stopped: where its journal is and the command to continue.
+fn stopped_note(error: &Error, file: &JournalFile) -> String {
+    let resume = resume_command();
+    match error {
+        Error::Interrupted => format!(
+            "interrupted: the move stopped after its requests in flight; its journal is {}.\ncontinue with: {resume}",
+            file.path.display()
+        ),
+        _ => format!(
+            "note: the move stopped partway; its journal is {}. Fix the cause, then continue with: {resume}{}",
+            file.path.display(),
+            if file.journal.stage < Stage::Deleting {
+                " (or undo it with --rollback)"
+            } else {
+                ""
+            }
+        ),
+    }
 }
 
 /// `" (the move it records finished at T)"`, for messages about a finished record.
