@@ -36,30 +36,74 @@ fn is_cluster(node: &Node) -> bool {
             .starts_with(&format!("{CORE_GROUP}/"))
 }
 
-/// Plans the move of every Cluster in the graph (`selected` empty) or only the selected ones
-/// (their UIDs).
-pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
-    let all_clusters: BTreeSet<String> = graph
-        .nodes
-        .values()
-        .filter(|n| is_cluster(n) && !n.is_virtual())
-        .map(|n| n.uid.clone())
-        .collect();
-    let selected: BTreeSet<String> = if selected.is_empty() {
-        all_clusters.clone()
-    } else {
-        selected.clone()
-    };
-    let unselected: BTreeSet<String> = all_clusters.difference(&selected).cloned().collect();
+/// Which Clusters move: the selected ones, and those that stay (a move of named Clusters).
+struct Choice {
+    selected: BTreeSet<String>,
+    unselected: BTreeSet<String>,
+}
 
-    let partial = !unselected.is_empty();
-    let edges = |node: &Node| -> Vec<String> {
-        node.owners
-            .iter()
-            .map(|o| o.uid.clone())
-            .chain(node.soft_owners.iter().cloned())
-            .collect()
-    };
+impl Choice {
+    fn of(graph: &Graph, selected: &BTreeSet<String>) -> Choice {
+        let all_clusters: BTreeSet<String> = graph
+            .nodes
+            .values()
+            .filter(|n| is_cluster(n) && !n.is_virtual())
+            .map(|n| n.uid.clone())
+            .collect();
+        let selected: BTreeSet<String> = if selected.is_empty() {
+            all_clusters.clone()
+        } else {
+            selected.clone()
+        };
+        let unselected = all_clusters.difference(&selected).cloned().collect();
+        Choice {
+            selected,
+            unselected,
+        }
+    }
+
+    /// Only some Clusters move.
+    fn partial(&self) -> bool {
+        !self.unselected.is_empty()
+    }
+}
+
+/// A node's owners and soft owners: what must exist before it.
+fn edges(node: &Node) -> Vec<String> {
+    node.owners
+        .iter()
+        .map(|o| o.uid.clone())
+        .chain(node.soft_owners.iter().cloned())
+        .collect()
+}
+
+/// Plans the move of every Cluster in the graph (`selected` empty) or only the selected ones
+/// (their UIDs): what is in scope, what is shared with what stays, the groups, what cannot move
+/// and why, and what is copied but kept in the source.
+pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
+    let choice = Choice::of(&graph, selected);
+    let scope = scope(&graph, &choice);
+    let shared = shared(&graph, &choice, &scope);
+    let (groups, scheduled) = groups(&graph, &choice, &scope);
+    let excluded = excluded(&graph, &choice, &scope, &scheduled);
+    // Kept in the source: global and should-not-delete objects, and anything shared.
+    let kept_in_source = scheduled
+        .iter()
+        .filter(|uid| !graph.nodes[*uid].deleted_from_source() || shared.contains(*uid))
+        .cloned()
+        .collect();
+    MovePlan {
+        graph,
+        groups,
+        scheduled,
+        kept_in_source,
+        excluded,
+    }
+}
+
+/// In scope: what the move takes.
+fn scope(graph: &Graph, choice: &Choice) -> BTreeSet<String> {
+    let (selected, unselected, partial) = (&choice.selected, &choice.unselected, choice.partial());
     // In scope: a whole move takes every node clusterctl would. A move of named Clusters takes
     // their tenants and forced objects, the owners they need, and those owners' hierarchies (a
     // ClusterClass's templates, a ClusterResourceSet's resources) — never what belongs to a
@@ -109,6 +153,12 @@ pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
         }
         scope.extend(added);
     }
+    scope
+}
+
+/// Shared: what moves but must stay in the source too.
+fn shared(graph: &Graph, choice: &Choice, scope: &BTreeSet<String>) -> BTreeSet<String> {
+    let (selected, unselected, partial) = (&choice.selected, &choice.unselected, choice.partial());
     // Shared: an ancestor of a moving node outside the scope (or, for named Clusters, a forced
     // object that belongs to no Cluster) is copied but stays in the source.
     let mut shared: BTreeSet<String> = BTreeSet::new();
@@ -160,6 +210,16 @@ pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
             .cloned(),
     );
 
+    shared
+}
+
+/// The groups, by longest path over owners and soft owners, and every UID they hold.
+fn groups(
+    graph: &Graph,
+    choice: &Choice,
+    scope: &BTreeSet<String>,
+) -> (Vec<Vec<String>>, BTreeSet<String>) {
+    let unselected = &choice.unselected;
     // Groups by longest path: a node goes once all its owners and soft owners went before
     // (owners that stay with an unselected Cluster do not hold it back).
     let staying: BTreeSet<String> = graph
@@ -194,6 +254,17 @@ pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
         groups.push(group);
     }
 
+    (groups, scheduled)
+}
+
+/// What is listed but does not move, with the reason clusterctl would leave unsaid.
+fn excluded(
+    graph: &Graph,
+    choice: &Choice,
+    scope: &BTreeSet<String>,
+    scheduled: &BTreeSet<String>,
+) -> Vec<Excluded> {
+    let (selected, unselected) = (&choice.selected, &choice.unselected);
     let mut excluded = Vec::new();
     for node in graph.nodes.values().filter(|n| !n.is_virtual()) {
         if scope.contains(&node.uid) && scheduled.contains(&node.uid) {
@@ -233,19 +304,7 @@ pub fn plan(graph: Graph, selected: &BTreeSet<String>) -> MovePlan {
         });
     }
 
-    // Kept in the source: global and should-not-delete objects, and anything shared.
-    let kept_in_source = scheduled
-        .iter()
-        .filter(|uid| !graph.nodes[*uid].deleted_from_source() || shared.contains(*uid))
-        .cloned()
-        .collect();
-    MovePlan {
-        graph,
-        groups,
-        scheduled,
-        kept_in_source,
-        excluded,
-    }
+    excluded
 }
 
 impl MovePlan {
