@@ -227,6 +227,34 @@ pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Report {
     }
 }
 
+/// The checks of one Cluster, as they are found.
+#[derive(Default)]
+struct Checks(Vec<Check>);
+
+impl Checks {
+    fn push(
+        &mut self,
+        check: &'static str,
+        status: CheckStatus,
+        object: &ObjectRef,
+        message: String,
+    ) {
+        self.0.push(Check {
+            check,
+            status,
+            object: object.clone(),
+            message,
+        });
+    }
+}
+
+/// What the scaling checks count for the report.
+struct Scaling {
+    frozen: Vec<Frozen>,
+    control_plane: Option<(usize, i64)>,
+    workers: (usize, i64),
+}
+
 fn evaluate_cluster(
     snapshot: &Snapshot,
     object: &DynamicObject,
@@ -240,29 +268,47 @@ fn evaluate_cluster(
         cluster: &cluster,
         cluster_object: object,
     };
-    let mut checks = Vec::new();
-    let mut push =
-        |check: &'static str, status: CheckStatus, object: &ObjectRef, message: String| {
-            checks.push(Check {
-                check,
-                status,
-                object: object.clone(),
-                message,
-            });
-        };
+    let mut checks = Checks::default();
+    provisioning(&cluster, &mut checks);
+    let machines = machines(&scope, options, &mut checks);
+    let mut scaling = scaling(&scope, &machines, &mut checks);
+    remediation(&scope, &machines, &mut scaling.frozen, &mut checks);
+    paused(&cluster, snapshot, &mut checks);
+    annotations_and_owners(&scope, snapshot, &mut checks);
+
+    let mut checks = checks.0;
+    checks.sort_by_key(|c| c.status);
+    let ready = !checks.iter().any(|c| c.status == CheckStatus::Fail);
+    ClusterReport {
+        namespace: cluster.reference.namespace.clone(),
+        name: cluster.reference.name.clone(),
+        ready,
+        machines: MachineCount {
+            total: machines.len(),
+            with_node: machines.iter().filter(|m| m.has_node).count(),
+        },
+        frozen: scaling.frozen,
+        checks,
+        control_plane: scaling.control_plane,
+        workers: scaling.workers,
+        paused: cluster.paused,
+    }
+}
+
+/// clusterctl's P1–P3.
+fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
     let gvk = cluster.reference.gvk_string();
     let (ns, name) = (&cluster.reference.namespace, &cluster.reference.name);
-
     // clusterctl P1–P3: they short-circuit per Cluster, as clusterctl's loop does.
     if !cluster.infrastructure_provisioned {
-        push(
+        checks.push(
             "infrastructure-provisioned",
             CheckStatus::Fail,
             &cluster.reference,
             clusterctl::infrastructure(&gvk, ns, name),
         );
     } else {
-        push(
+        checks.push(
             "infrastructure-provisioned",
             CheckStatus::Pass,
             &cluster.reference,
@@ -270,7 +316,7 @@ fn evaluate_cluster(
         );
         let v1beta1 = cluster.dialect == crate::model::Dialect::V1beta1;
         if cluster.control_plane_initialized_condition != Some(true) {
-            push(
+            checks.push(
                 "control-plane-initialized",
                 CheckStatus::Fail,
                 &cluster.reference,
@@ -282,14 +328,14 @@ fn evaluate_cluster(
             } else {
                 clusterctl::control_plane_not_initialized(&gvk, ns, name)
             };
-            push(
+            checks.push(
                 "control-plane-initialized",
                 CheckStatus::Fail,
                 &cluster.reference,
                 message,
             );
         } else {
-            push(
+            checks.push(
                 "control-plane-initialized",
                 CheckStatus::Pass,
                 &cluster.reference,
@@ -297,7 +343,11 @@ fn evaluate_cluster(
             );
         }
     }
+}
 
+/// clusterctl's P4, Machines being deleted, and node health; returns the Cluster's Machines.
+fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) -> Vec<MachineView> {
+    let cluster = scope.cluster;
     // clusterctl P4, every Machine; plus deletions and node health.
     let machines: Vec<MachineView> = scope
         .of(CORE_GROUP, "Machine")
@@ -311,7 +361,7 @@ fn evaluate_cluster(
                 &machine.reference.namespace,
                 &machine.reference.name,
             );
-            push(
+            checks.push(
                 "machine-node",
                 CheckStatus::Fail,
                 &machine.reference,
@@ -319,7 +369,7 @@ fn evaluate_cluster(
             );
         }
         if machine.deleting {
-            push(
+            checks.push(
                 "machine-deleting",
                 CheckStatus::Fail,
                 &machine.reference,
@@ -339,7 +389,7 @@ fn evaluate_cluster(
                 } else {
                     CheckStatus::Warn
                 };
-                push(
+                checks.push(
                     "node-health",
                     status,
                     &machine.reference,
@@ -350,7 +400,7 @@ fn evaluate_cluster(
     }
     let with_node = machines.iter().filter(|m| m.has_node).count();
     if !machines.is_empty() && with_node == machines.len() {
-        push(
+        checks.push(
             "machine-node",
             CheckStatus::Pass,
             &cluster.reference,
@@ -358,6 +408,11 @@ fn evaluate_cluster(
         );
     }
 
+    machines
+}
+
+/// Scaling in progress, autoscalers, and what is frozen.
+fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Checks) -> Scaling {
     // Scaling: blocking while the owner can still create or delete Machines, a warning once frozen.
     let mut frozen = Vec::new();
     let mut scalers: Vec<&DynamicObject> = Vec::new();
@@ -413,7 +468,7 @@ fn evaluate_cluster(
             frozen.push(f.clone());
         }
         if view.autoscaled {
-            push(
+            checks.push(
                 "autoscaler",
                 CheckStatus::Warn,
                 &view.reference,
@@ -445,7 +500,7 @@ fn evaluate_cluster(
                 )
             };
             match &state {
-                Some(_) => push(
+                Some(_) => checks.push(
                     "scaling",
                     CheckStatus::Warn,
                     &view.reference,
@@ -453,7 +508,7 @@ fn evaluate_cluster(
                         "{what}; it is frozen, so the change continues after `kubectl capi resume`, wherever it then lives"
                     ),
                 ),
-                None => push(
+                None => checks.push(
                     "scaling",
                     CheckStatus::Fail,
                     &view.reference,
@@ -467,6 +522,20 @@ fn evaluate_cluster(
         .filter(|m| !m.control_plane && m.has_node)
         .count();
 
+    Scaling {
+        frozen,
+        control_plane,
+        workers,
+    }
+}
+
+/// MachineHealthChecks holding unhealthy Machines.
+fn remediation(
+    scope: &ClusterScope<'_>,
+    machines: &[MachineView],
+    frozen: &mut Vec<Frozen>,
+    checks: &mut Checks,
+) {
     // MachineHealthCheck remediation in progress.
     for object in scope.of(CORE_GROUP, kinds::REMEDIATION) {
         let mhc = HealthCheckView::read(object);
@@ -483,7 +552,7 @@ fn evaluate_cluster(
             } else {
                 CheckStatus::Fail
             };
-            push(
+            checks.push(
                 "remediation",
                 status,
                 &mhc.reference,
@@ -495,10 +564,14 @@ fn evaluate_cluster(
             );
         }
     }
+}
 
+/// Paused Clusters and ClusterClasses.
+fn paused(cluster: &ClusterView, snapshot: &Snapshot, checks: &mut Checks) {
+    let (ns, name) = (&cluster.reference.namespace, &cluster.reference.name);
     // Paused Cluster / ClusterClass: clusterctl ≥ 1.12 refuses to move them.
     if cluster.is_paused() {
-        push(
+        checks.push(
             "cluster-paused",
             CheckStatus::Fail,
             &cluster.reference,
@@ -520,7 +593,7 @@ fn evaluate_cluster(
         {
             let view = ClusterClassView::read(class);
             if view.paused_annotation {
-                push(
+                checks.push(
                     "clusterclass-paused",
                     CheckStatus::Fail,
                     &view.reference,
@@ -529,13 +602,16 @@ fn evaluate_cluster(
             }
         }
     }
+}
 
+/// block-move annotations (information) and owner references to objects that do not exist.
+fn annotations_and_owners(scope: &ClusterScope<'_>, snapshot: &Snapshot, checks: &mut Checks) {
     // block-move (information) and dangling owner references.
     let listed: BTreeSet<(String, String)> = snapshot.kinds().cloned().collect();
     for object in scope.all_objects() {
         let reference = ObjectRef::of(object);
         if has_annotation(object, BLOCK_MOVE_ANNOTATION) {
-            push(
+            checks.push(
                 "block-move",
                 CheckStatus::Info,
                 &reference,
@@ -555,7 +631,7 @@ fn evaluate_cluster(
             if listed.contains(&(group, owner.kind.clone()))
                 && snapshot.by_uid(&owner.uid).is_none()
             {
-                push(
+                checks.push(
                     "dangling-owner",
                     CheckStatus::Fail,
                     &reference,
@@ -569,23 +645,6 @@ fn evaluate_cluster(
                 );
             }
         }
-    }
-
-    checks.sort_by_key(|c| c.status);
-    let ready = !checks.iter().any(|c| c.status == CheckStatus::Fail);
-    ClusterReport {
-        namespace: ns.clone(),
-        name: name.clone(),
-        ready,
-        machines: MachineCount {
-            total: machines.len(),
-            with_node,
-        },
-        frozen,
-        checks,
-        control_plane,
-        workers,
-        paused: cluster.paused,
     }
 }
 
