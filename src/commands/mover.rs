@@ -317,7 +317,7 @@ async fn restore(
         )]));
     }
     if !checked.failures.is_empty() {
-        return Err(Error::Refused(checked.failures));
+        return Err(Error::Refused(rendered(&checked.failures)));
     }
     if dry_run == DryRun::Server {
         remove_namespaces(&cluster, &checked.made_namespaces).await;
@@ -891,6 +891,7 @@ impl<'a> Move<'a> {
         )
         .await?
         .failures;
+        let failures = rendered(&failures);
         if !failures.is_empty() {
             self.printer.refused(
                 "backup refused by its preflight, nothing was written:",
@@ -959,6 +960,7 @@ impl<'a> Move<'a> {
                 },
             )
         };
+        let failures = rendered(&failures);
         let structured = matches!(
             self.settings.output,
             OutputFormat::Json | OutputFormat::Yaml
@@ -1145,6 +1147,11 @@ fn finished_note(finished: Option<&Journal>) -> String {
             )
         })
         .unwrap_or_default()
+}
+
+/// The preflight's refusals, each rendered once, in the order the checks found them.
+fn rendered(refusals: &[crate::mover::preflight::Refusal]) -> Vec<String> {
+    refusals.iter().map(ToString::to_string).collect()
 }
 
 /// Objects a move or rollback left alone because another object had taken their name.

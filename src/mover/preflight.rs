@@ -27,12 +27,104 @@ use super::pause::is_pausable;
 use super::plan::MovePlan;
 use super::requests::{DEFAULT_CONCURRENCY, Destination, api, type_of};
 
+/// Why a move cannot start: what each check finds, rendered once (in clusterctl's words where
+/// clusterctl has them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// clusterctl's own preflight and what `ready` adds, in their words.
+    Source(String),
+    /// clusterctl's P6: ClusterClasses that move while paused (`ns/name`).
+    PausedClasses(Vec<String>),
+    NotServed {
+        kind: String,
+        group: String,
+        version: String,
+    },
+    ProviderMissing {
+        provider: String,
+    },
+    ProviderOlder {
+        provider: String,
+        source: String,
+        target: String,
+    },
+    Permission {
+        in_source: bool,
+        verb: &'static str,
+        group: String,
+        resource: String,
+        namespace: String,
+    },
+    AlreadyExists(ObjectRef),
+    Rejected {
+        object: ObjectRef,
+        message: String,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Source(message) => f.write_str(message),
+            Refusal::PausedClasses(classes) => f.write_str(
+                &crate::names::clusterctl::paused_cluster_classes(&classes.join(", ")),
+            ),
+            Refusal::NotServed {
+                kind,
+                group,
+                version,
+            } => write!(
+                f,
+                "the target cluster does not serve {kind}.{group} at {version}; install its provider there (clusterctl init) first"
+            ),
+            Refusal::ProviderMissing { provider } => write!(
+                f,
+                "failed to check providers in target cluster: provider {provider} not found in the target cluster"
+            ),
+            Refusal::ProviderOlder {
+                provider,
+                source,
+                target,
+            } => write!(
+                f,
+                "failed to check providers in target cluster: provider {provider} in the target cluster is older than in the source cluster (source: {source}, target: {target})"
+            ),
+            Refusal::Permission {
+                in_source,
+                verb,
+                group,
+                resource,
+                namespace,
+            } => {
+                let which = if *in_source { "source" } else { "target" };
+                let qualified = if group.is_empty() {
+                    resource.clone()
+                } else {
+                    format!("{resource}.{group}")
+                };
+                let place = if namespace.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in namespace {namespace}")
+                };
+                write!(
+                    f,
+                    "missing permission in the {which} cluster: {verb} {qualified}{place}"
+                )
+            }
+            Refusal::AlreadyExists(object) => f.write_str(&already_exists(object)),
+            Refusal::Rejected { object, message } => write!(
+                f,
+                "the target cluster rejects {}: {message}",
+                object.kubectl_name()
+            ),
+        }
+    }
+}
+
 /// clusterctl's provider check: every source provider in the target at an equal or newer version.
-pub(super) async fn check_providers(
-    source: &Cluster,
-    target: &Cluster,
-    failures: &mut Vec<String>,
-) {
+pub(super) async fn check_providers(source: &Cluster, target: &Cluster) -> Vec<Refusal> {
+    let mut failures = Vec::new();
     let resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("clusterctl.cluster.x-k8s.io", "v1alpha3", "Provider"),
         "providers",
@@ -64,14 +156,21 @@ pub(super) async fn check_providers(
             .iter()
             .filter(|t| t.data["providerName"] == name && t.data["type"] == type_)
             .collect();
-        match matching.iter().map(|t| t.data["version"].as_str().unwrap_or("")).max_by_key(|t| version(t)) {
-            None => failures.push(format!("failed to check providers in target cluster: provider {label} not found in the target cluster")),
-            Some(t) if version(t) < version(v) => failures.push(format!(
-                "failed to check providers in target cluster: provider {label} in the target cluster is older than in the source cluster (source: {v}, target: {t})"
-            )),
+        match matching
+            .iter()
+            .map(|t| t.data["version"].as_str().unwrap_or(""))
+            .max_by_key(|t| version(t))
+        {
+            None => failures.push(Refusal::ProviderMissing { provider: label }),
+            Some(t) if version(t) < version(v) => failures.push(Refusal::ProviderOlder {
+                provider: label,
+                source: v.to_string(),
+                target: t.to_string(),
+            }),
             _ => {}
         }
     }
+    failures
 }
 
 pub(super) async fn access_review(
@@ -102,8 +201,8 @@ pub(super) async fn check_permissions(
     source: &Cluster,
     target: &Cluster,
     this_move: &ThisMove<'_>,
-    failures: &mut Vec<String>,
-) -> Result<()> {
+) -> Result<Vec<Refusal>> {
+    let mut failures = Vec::new();
     let mut needed: BTreeSet<(bool, &'static str, String, String, String)> = BTreeSet::new();
     // The journal's copy: written at every step, read to resume, removed at the end.
     if let Some(namespace) = this_move.journal_namespace {
@@ -169,29 +268,22 @@ pub(super) async fn check_permissions(
     .await;
     for (in_source, verb, group, resource, ns, allowed) in answers {
         if !allowed? {
-            let qualified = if group.is_empty() {
-                resource.clone()
-            } else {
-                format!("{resource}.{group}")
-            };
-            let place = if ns.is_empty() {
-                String::new()
-            } else {
-                format!(" in namespace {ns}")
-            };
-            let which = if in_source { "source" } else { "target" };
-            failures.push(format!(
-                "missing permission in the {which} cluster: {verb} {qualified}{place}"
-            ));
+            failures.push(Refusal::Permission {
+                in_source,
+                verb,
+                group,
+                resource,
+                namespace: ns,
+            });
         }
     }
-    Ok(())
+    Ok(failures)
 }
 
 /// What the preflight found.
 pub struct Preflight {
     /// Every reason the move cannot start (empty: go).
-    pub failures: Vec<String>,
+    pub failures: Vec<Refusal>,
     /// Objects (source UIDs) that already exist in the target, from the dry-run creates: a
     /// rollback must never remove them.
     pub in_target: BTreeSet<String>,
@@ -222,13 +314,40 @@ pub async fn preflight(
     clusters: &[ObjectRef],
     this_move: &ThisMove<'_>,
 ) -> Result<Preflight> {
+    let mut failures = source_checks(plan, objects, clusters, this_move);
+    let Some(target) = target else {
+        return Ok(Preflight {
+            failures,
+            in_target: BTreeSet::new(),
+            made_namespaces: Vec::new(),
+        });
+    };
+    failures.extend(served_kinds(plan, types, target).await?);
+    failures.extend(check_providers(source, &target.cluster).await);
+    failures.extend(check_permissions(plan, types, source, &target.cluster, this_move).await?);
+    if !failures.is_empty() {
+        return Ok(Preflight {
+            failures,
+            in_target: BTreeSet::new(),
+            made_namespaces: Vec::new(),
+        });
+    }
+    dry_run_creates(plan, types, &target.cluster, this_move, failures).await
+}
+
+/// clusterctl's preflight and what ready adds, through the same evaluator, and clusterctl's P6
+/// for every ClusterClass that moves (a class no Cluster uses included). A resumed move's own
+/// pauses do not block it.
+fn source_checks(
+    plan: &MovePlan,
+    objects: &[(Arc<DynamicObject>, TypeInfo)],
+    clusters: &[ObjectRef],
+    this_move: &ThisMove<'_>,
+) -> Vec<Refusal> {
     let paused_by_this_move = this_move
         .earlier
         .map(|j| j.paused.as_slice())
         .unwrap_or_default();
-    let mut failures = Vec::new();
-    let in_target = BTreeSet::new();
-    // clusterctl's preflight and what ready adds, through the same evaluator.
     let mut by_kind: BTreeMap<(String, String), Vec<Arc<DynamicObject>>> = BTreeMap::new();
     for (object, info) in objects {
         by_kind
@@ -245,20 +364,16 @@ pub async fn preflight(
         strict: false,
     };
     let report = evaluate(&snapshot, &options);
-    for cluster in &report.clusters {
-        for check in cluster
-            .checks
-            .iter()
-            .filter(|c| c.status == CheckStatus::Fail)
-            // A resumed move's own pause does not block it.
-            .filter(|c| !(c.check == "cluster-paused" && paused_by_this_move.contains(&c.object)))
-            // Paused ClusterClasses are checked over the whole plan below, used or not.
-            .filter(|c| c.check != "clusterclass-paused")
-        {
-            failures.push(check.message.clone());
-        }
-    }
-    // clusterctl's P6, for every ClusterClass that moves (a class no Cluster uses included).
+    let mut failures: Vec<Refusal> = report
+        .clusters
+        .iter()
+        .flat_map(|cluster| &cluster.checks)
+        .filter(|c| c.status == CheckStatus::Fail)
+        .filter(|c| !(c.check == "cluster-paused" && paused_by_this_move.contains(&c.object)))
+        // Paused ClusterClasses are checked over the whole plan below, used or not.
+        .filter(|c| c.check != "clusterclass-paused")
+        .map(|c| Refusal::Source(c.message.clone()))
+        .collect();
     let mut paused_classes: Vec<String> = plan
         .scheduled
         .iter()
@@ -274,30 +389,25 @@ pub async fn preflight(
         .collect();
     paused_classes.sort();
     if !paused_classes.is_empty() {
-        failures.push(crate::names::clusterctl::paused_cluster_classes(
-            &paused_classes.join(", "),
-        ));
+        failures.push(Refusal::PausedClasses(paused_classes));
     }
-    let Some(target) = target else {
-        return Ok(Preflight {
-            failures,
-            in_target,
-            made_namespaces: Vec::new(),
-        });
-    };
-    // The target must serve every kind to move at the version it is stored in here.
-    let mut missing = BTreeSet::new();
+    failures
+}
+
+/// The target must serve every kind to move at the version it is stored in here.
+async fn served_kinds(
+    plan: &MovePlan,
+    types: &[MoveType],
+    target: &Destination,
+) -> Result<Vec<Refusal>> {
+    let mut failures = Vec::new();
     let mut checked = BTreeSet::new();
     for uid in plan.groups.iter().flatten() {
         let node = plan.node(uid);
         let Some(t) = type_of(types, &node.reference) else {
             continue;
         };
-        if t.info.group.is_empty() {
-            continue;
-        }
-        let key = (t.info.kind.clone(), t.info.group.clone());
-        if missing.contains(&key) || checked.contains(&key) {
+        if t.info.group.is_empty() || !checked.insert((t.info.kind.clone(), t.info.group.clone())) {
             continue;
         }
         let served = match target.catalog.kind(&t.info.group, &t.info.kind) {
@@ -306,32 +416,15 @@ pub async fn preflight(
             // catalog: ask for their CRD.
             None => serves_by_crd(&target.cluster, t).await?,
         };
-        checked.insert(key.clone());
-        if !served && missing.insert(key) {
-            failures.push(format!(
-                "the target cluster does not serve {}.{} at {}; install its provider there (clusterctl init) first",
-                t.info.kind, t.info.group, t.resource.version
-            ));
+        if !served {
+            failures.push(Refusal::NotServed {
+                kind: t.info.kind.clone(),
+                group: t.info.group.clone(),
+                version: t.resource.version.clone(),
+            });
         }
     }
-    check_providers(source, &target.cluster, &mut failures).await;
-    check_permissions(
-        plan,
-        types,
-        source,
-        &target.cluster,
-        this_move,
-        &mut failures,
-    )
-    .await?;
-    if !failures.is_empty() {
-        return Ok(Preflight {
-            failures,
-            in_target,
-            made_namespaces: Vec::new(),
-        });
-    }
-    dry_run_creates(plan, types, &target.cluster, this_move, failures).await
+    Ok(failures)
 }
 
 /// A server-side dry run of every create in the target, so schema, size and webhook rejections
@@ -343,7 +436,7 @@ pub async fn dry_run_creates(
     types: &[MoveType],
     target: &Cluster,
     this_move: &ThisMove<'_>,
-    mut failures: Vec<String>,
+    mut failures: Vec<Refusal>,
 ) -> Result<Preflight> {
     let mut in_target = BTreeSet::new();
     let mut created_namespaces = Vec::new();
@@ -392,14 +485,13 @@ pub async fn dry_run_creates(
                         .earlier
                         .is_some_and(|j| j.created_by_this_move(uid));
                 if !expected && !this_move.overwrite_existing {
-                    failures.push(already_exists(&node.reference));
+                    failures.push(Refusal::AlreadyExists(node.reference.clone()));
                 }
             }
-            Err(kube::Error::Api(s)) => failures.push(format!(
-                "the target cluster rejects {}: {}",
-                node.reference.kubectl_name(),
-                s.message
-            )),
+            Err(kube::Error::Api(s)) => failures.push(Refusal::Rejected {
+                object: node.reference.clone(),
+                message: s.message,
+            }),
             Err(e) => {
                 return Err(target.api_error(e, "dry-run creating objects in the target"));
             }
@@ -432,4 +524,35 @@ pub(super) async fn serves_by_crd(target: &Cluster, t: &MoveType) -> Result<bool
                 .iter()
                 .any(|v| v.served && v.name == t.resource.version)
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_render_in_clusterctl_words_where_it_has_them() {
+        let rendered = [
+            Refusal::PausedClasses(vec!["ns1/a".into(), "ns1/b".into()]),
+            Refusal::ProviderMissing {
+                provider: "infrastructure-docker".into(),
+            },
+            Refusal::Permission {
+                in_source: true,
+                verb: "delete",
+                group: String::new(),
+                resource: "configmaps".into(),
+                namespace: "ns1".into(),
+            },
+        ]
+        .map(|r| r.to_string());
+        assert_eq!(
+            rendered,
+            [
+                "cannot start operation while the following ClusterClasses are paused: ns1/a, ns1/b",
+                "failed to check providers in target cluster: provider infrastructure-docker not found in the target cluster",
+                "missing permission in the source cluster: delete configmaps in namespace ns1",
+            ]
+        );
+    }
 }
