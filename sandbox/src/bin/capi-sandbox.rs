@@ -286,33 +286,37 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let client = client_for(&kubeconfig, &context).await?;
             let version = core_version(&client).await?;
-            if let Some(replicas) = control_plane {
-                let api_version = format!("controlplane.cluster.x-k8s.io/{version}");
+            let scalers = [
+                (
+                    control_plane,
+                    "controlplane.cluster.x-k8s.io",
+                    "KubeadmControlPlane",
+                    format!("{cluster}-control-plane"),
+                ),
+                (
+                    workers,
+                    "cluster.x-k8s.io",
+                    "MachineDeployment",
+                    format!("{cluster}-md-0"),
+                ),
+            ];
+            for (replicas, group, kind, name) in scalers {
+                let Some(replicas) = replicas else {
+                    continue;
+                };
                 capi_sandbox::api::merge_patch(
                     &client,
-                    &api_version,
-                    "KubeadmControlPlane",
+                    &format!("{group}/{version}"),
+                    kind,
                     &namespace,
-                    &format!("{cluster}-control-plane"),
+                    &name,
                     &json!({"spec": {"replicas": replicas}}),
                 )
                 .await?;
                 println!(
-                    "kubeadmcontrolplane.controlplane.cluster.x-k8s.io/{cluster}-control-plane scaled to {replicas}"
+                    "{}.{group}/{name} scaled to {replicas}",
+                    kind.to_lowercase()
                 );
-            }
-            if let Some(replicas) = workers {
-                let api_version = format!("cluster.x-k8s.io/{version}");
-                capi_sandbox::api::merge_patch(
-                    &client,
-                    &api_version,
-                    "MachineDeployment",
-                    &namespace,
-                    &format!("{cluster}-md-0"),
-                    &json!({"spec": {"replicas": replicas}}),
-                )
-                .await?;
-                println!("machinedeployment.cluster.x-k8s.io/{cluster}-md-0 scaled to {replicas}");
             }
             Ok(())
         }

@@ -151,31 +151,8 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
 
     let time = ctx.time.clone();
     let status = Shape::status_of(kcp);
-    let conds = [
-        Cond::new(
-            "ScalingUp",
-            count < desired,
-            if count < desired {
-                "ScalingUp"
-            } else {
-                "NotScalingUp"
-            },
-            if count < desired {
-                format!("Scaling up from {count} to {desired} replicas")
-            } else {
-                String::new()
-            },
-        ),
-        Cond::new(
-            "ScalingDown",
-            count > desired,
-            if count > desired {
-                "ScalingDown"
-            } else {
-                "NotScalingDown"
-            },
-            "",
-        ),
+    let mut conds = super::workers::scaling_conds(count, desired).to_vec();
+    conds.extend([
         Cond::new(
             "Initialized",
             initialized,
@@ -203,7 +180,7 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
             "",
         ),
         Cond::new("RollingOut", false, "NotRollingOut", ""),
-    ];
+    ]);
     let mut patch = shape.with_conditions(&status, &conds, &time);
     let selector = format!("{CLUSTER_NAME_LABEL}={cluster_name},{CONTROL_PLANE_LABEL}");
     if shape.v2() {

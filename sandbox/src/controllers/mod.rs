@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
-use kube::core::{ApiResource, GroupVersionKind};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
@@ -176,18 +175,6 @@ impl Controllers {
     }
 }
 
-fn resource(kind: &world::KindDef, shape: Shape) -> ApiResource {
-    let version = if kind.group.is_empty() {
-        "v1"
-    } else {
-        shape.version()
-    };
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(kind.group, version, kind.kind),
-        kind.plural,
-    )
-}
-
 /// One watcher per kind; any event wakes the loop.
 fn spawn_watchers(
     client: &kube::Client,
@@ -197,7 +184,8 @@ fn spawn_watchers(
     KINDS
         .iter()
         .map(|kind| {
-            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource(kind, shape));
+            let api: Api<DynamicObject> =
+                Api::all_with(client.clone(), &world::resource(kind, shape));
             let wake = wake.clone();
             tokio::spawn(async move {
                 let mut events =

@@ -27,7 +27,8 @@ fn template_hash(template: &Value) -> String {
     format!("{:x}", hasher.finish() % 0xffff_ffff)
 }
 
-fn scaling_conds(count: i64, desired: i64) -> [Cond; 2] {
+/// `ScalingUp` and `ScalingDown` as Cluster API's scalers report them.
+pub(super) fn scaling_conds(count: i64, desired: i64) -> [Cond; 2] {
     [
         Cond::new(
             "ScalingUp",

@@ -84,7 +84,8 @@ pub fn def(kind: &str) -> &'static KindDef {
         .unwrap_or_else(|| panic!("unknown kind {kind}"))
 }
 
-fn resource(def: &KindDef, shape: Shape) -> ApiResource {
+/// The API resource of a kind in the dialect of `shape`.
+pub(super) fn resource(def: &KindDef, shape: Shape) -> ApiResource {
     let version = if def.group.is_empty() {
         "v1"
     } else {
