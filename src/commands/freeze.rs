@@ -155,15 +155,7 @@ pub async fn run(
             scope: super::scope_shown(&scope),
         });
     }
-    let clusters: Vec<(String, String)> = found
-        .iter()
-        .map(|c| {
-            (
-                c.metadata.namespace.clone().unwrap_or_default(),
-                c.metadata.name.clone().unwrap_or_default(),
-            )
-        })
-        .collect();
+    let clusters: Vec<(String, String)> = found.iter().map(|c| model::namespaced_name(c)).collect();
     if clusters.is_empty() {
         return Err(Error::Usage(
             "no Cluster API Clusters matched; pass -n NAMESPACE, -A or other names".into(),

@@ -91,12 +91,10 @@ pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<(
         });
     }
     if !selection.names.is_empty() {
-        selection.options.clusters.extend(found.iter().map(|c| {
-            (
-                c.metadata.namespace.clone().unwrap_or_default(),
-                c.metadata.name.clone().unwrap_or_default(),
-            )
-        }));
+        selection
+            .options
+            .clusters
+            .extend(found.iter().map(|c| model::namespaced_name(c)));
     }
     Ok(())
 }

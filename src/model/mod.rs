@@ -195,6 +195,14 @@ pub(crate) mod fixtures {
     }
 }
 
+/// An object's namespace and name.
+pub fn namespaced_name(object: &DynamicObject) -> (String, String) {
+    (
+        object.metadata.namespace.clone().unwrap_or_default(),
+        object.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
 /// Clusters chosen by name, as every command chooses them: the ones `names` pick out of
 /// `clusters` (all of them when no name is given), and the names that matched none.
 pub fn select_by_name<'a, T>(

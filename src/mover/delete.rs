@@ -2,7 +2,7 @@
 //! rollback — each exactly by its UID, journalling every completed delete.
 
 use futures::{StreamExt, stream};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch};
+use kube::api::{Api, DynamicObject, Patch};
 use kube::core::ApiResource;
 use serde::Serialize;
 use serde_json::json;
@@ -14,7 +14,7 @@ use crate::names::DELETE_FOR_MOVE_ANNOTATION;
 
 use super::journal::{Entry, JournalFile, entry_resource};
 use super::progress::{Phase, Progress};
-use super::requests::{api, params, successes_and_first_error};
+use super::requests::{api, only_uid, params, successes_and_first_error};
 use super::stop::Stop;
 
 /// What deleting one object came to.
@@ -139,16 +139,9 @@ pub(super) async fn delete_step(
             Ok(Some(DeleteStep::Delete))
         }
         DeleteStep::Delete => {
-            let only_this = DeleteParams {
-                preconditions: Some(kube::api::Preconditions {
-                    uid: Some(uid.to_string()),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
             // The object itself in the answer means it is still there (Terminating).
             let lingering = api
-                .delete(name, &only_this)
+                .delete(name, &only_uid(uid))
                 .await?
                 .left()
                 .and_then(|still_there| still_there.metadata.finalizers)
@@ -201,10 +194,10 @@ pub(super) async fn delete_entries(
             .filter(|(e, _)| e.group == group)
             .map(|(entry, uid)| async move {
                 stop.check()?;
-                let mut reference = entry.object.clone();
-                if !entry.namespaced {
-                    reference.namespace.clear();
-                }
+                let reference = ObjectRef {
+                    namespace: entry.namespace().to_string(),
+                    ..entry.object.clone()
+                };
                 let outcome = delete_one(cluster, &entry_resource(entry), &reference, uid).await?;
                 progress.done(Phase::Delete, &entry.object);
                 Ok::<_, Error>((entry, uid, outcome))

@@ -348,6 +348,17 @@ impl JournalFile {
     }
 }
 
+impl Entry {
+    /// The namespace the object is addressed in: empty for a cluster-scoped one.
+    pub fn namespace(&self) -> &str {
+        if self.namespaced {
+            &self.object.namespace
+        } else {
+            ""
+        }
+    }
+}
+
 /// The API resource of a journal entry.
 pub fn entry_resource(entry: &Entry) -> ApiResource {
     let (group, version) = entry
@@ -361,7 +372,8 @@ pub fn entry_resource(entry: &Entry) -> ApiResource {
     )
 }
 
-/// Writes a journal's JSON ([`Journal::to_json`]) to `path` as [`Journal::save`] does.
+/// Writes a journal's JSON ([`Journal::to_json`]) to `path` atomically (temporary file, then
+/// rename), 0600 in a 0700 directory.
 pub fn save_text(text: &str, path: &Path) -> Result<()> {
     let fail = |e: std::io::Error| {
         Error::Usage(format!(
@@ -616,12 +628,13 @@ pub mod copy {
     use std::hash::{DefaultHasher, Hash, Hasher};
 
     use futures::{StreamExt, stream};
-    use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+    use kube::api::{Api, ListParams, Patch, PatchParams};
     use serde_json::json;
 
     use super::Journal;
     use crate::error::Result;
     use crate::kube::Cluster;
+    use crate::mover::requests::only_uid;
 
     pub const LABEL: &str = "kubectl-capi.dev/move-journal";
     const SHARD_LABEL: &str = "kubectl-capi.dev/move-journal-shard";
@@ -758,20 +771,9 @@ pub mod copy {
                 .collect(),
         };
         for (stale, uid) in stale {
-            let _ = api.delete(&stale, &only(uid)).await;
+            let _ = api.delete(&stale, &only_uid(&uid)).await;
         }
         Ok(written)
-    }
-
-    /// DeleteOptions that delete exactly the object with `uid`.
-    fn only(uid: String) -> DeleteParams {
-        DeleteParams {
-            preconditions: Some(kube::api::Preconditions {
-                uid: Some(uid),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        }
     }
 
     type ConfigMap = k8s_openapi::api::core::v1::ConfigMap;
@@ -821,7 +823,7 @@ pub mod copy {
             let (Some(name), Some(uid)) = (configmap.metadata.name, configmap.metadata.uid) else {
                 continue;
             };
-            let _ = api.delete(&name, &only(uid)).await;
+            let _ = api.delete(&name, &only_uid(&uid)).await;
         }
         Ok(())
     }

@@ -1,12 +1,14 @@
 //! Namespaces in the target: made when a move needs them, removed again (by UID) when it wrote
 //! nothing into them.
 
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
 
 use crate::error::Result;
 use crate::kube::Cluster;
+
+use super::requests::only_uid;
 
 /// A namespace a move created in the target, by name and UID.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,7 +17,7 @@ pub struct MadeNamespace {
     pub uid: String,
 }
 
-pub(super) fn namespaces_api(cluster: &Cluster) -> Api<DynamicObject> {
+fn namespaces_api(cluster: &Cluster) -> Api<DynamicObject> {
     let resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("", "v1", "Namespace"),
         "namespaces",
@@ -28,14 +30,7 @@ pub(super) fn namespaces_api(cluster: &Cluster) -> Api<DynamicObject> {
 pub async fn remove_namespaces(target: &Cluster, made: &[MadeNamespace]) {
     let api = namespaces_api(target);
     for namespace in made {
-        let only_this = DeleteParams {
-            preconditions: Some(kube::api::Preconditions {
-                uid: Some(namespace.uid.clone()),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        let _ = api.delete(&namespace.name, &only_this).await;
+        let _ = api.delete(&namespace.name, &only_uid(&namespace.uid)).await;
     }
 }
 
@@ -44,11 +39,7 @@ pub(super) async fn ensure_namespace(
     target: &Cluster,
     namespace: &str,
 ) -> Result<Option<MadeNamespace>> {
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("", "v1", "Namespace"),
-        "namespaces",
-    );
-    let api: Api<DynamicObject> = Api::all_with(target.client.clone(), &resource);
+    let api = namespaces_api(target);
     if api
         .get_opt(namespace)
         .await

@@ -3,14 +3,11 @@
 //! stale — the move may have been continued, finished or rolled back elsewhere — so before
 //! anything acts on one, the two are reconciled with each other and with the source.
 
-use std::path::Path;
-
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt, stream};
-use kube::api::DynamicObject;
-use kube::core::ApiResource;
 
 use super::delete::{Deleted, delete_entries};
 use super::journal::{self, Entry, Journal, JournalFile, Stage, entry_resource};
@@ -111,10 +108,8 @@ pub async fn recorded(records: &Records<'_>, rollback: bool) -> Result<Recorded>
 /// How many of `entries` no longer exist in the source with their recorded UID.
 pub async fn originals_gone(source: &Cluster, entries: &[&Entry]) -> Result<usize> {
     let present: Vec<bool> = stream::iter(entries.iter().map(|entry| async move {
-        let found = read_entry(source, entry, "source").await?;
-        Ok::<_, crate::error::Error>(
-            found.is_some_and(|(_, o)| o.metadata.uid.as_deref() == Some(entry.uid.as_str())),
-        )
+        let found = uid_by_name(source, entry, "source").await?;
+        Ok::<_, Error>(found.as_deref() == Some(entry.uid.as_str()))
     }))
     .buffered(DEFAULT_CONCURRENCY)
     .try_collect()
@@ -122,20 +117,10 @@ pub async fn originals_gone(source: &Cluster, entries: &[&Entry]) -> Result<usiz
     Ok(present.iter().filter(|p| !**p).count())
 }
 
-/// A journal entry's object, read by name in `cluster` (the `source` or `target`, for the
-/// message), with its API resource; `None` when there is none.
-pub(crate) async fn read_entry(
-    cluster: &Cluster,
-    entry: &Entry,
-    which: &str,
-) -> Result<Option<(ApiResource, DynamicObject)>> {
-    let resource = entry_resource(entry);
-    let namespace = if entry.namespaced {
-        entry.object.namespace.as_str()
-    } else {
-        ""
-    };
-    let object = api(cluster, &resource, namespace)
+/// The UID of the object that now has a journal entry's name in `cluster` (the `source` or
+/// `target`, for the message); `None` when there is none.
+async fn uid_by_name(cluster: &Cluster, entry: &Entry, which: &str) -> Result<Option<String>> {
+    let object = api(cluster, &entry_resource(entry), entry.namespace())
         .get_opt(&entry.object.name)
         .await
         .map_err(|e| {
@@ -144,7 +129,7 @@ pub(crate) async fn read_entry(
                 &format!("reading {} in the {which}", entry.object.kubectl_name()),
             )
         })?;
-    Ok(object.map(|o| (resource, o)))
+    Ok(object.and_then(|o| o.metadata.uid))
 }
 
 /// Resumes a move whose objects all exist in the target (stage Deleting or Unpausing) from its
@@ -272,8 +257,8 @@ pub(super) async fn claim_unanswered_creates(
     }
     let found: Vec<(String, Option<String>)> =
         stream::iter(unanswered.iter().map(|entry| async move {
-            let copy = read_entry(target, entry, "target").await?;
-            Ok::<_, Error>((entry.uid.clone(), copy.and_then(|(_, o)| o.metadata.uid)))
+            let target_uid = uid_by_name(target, entry, "target").await?;
+            Ok::<_, Error>((entry.uid.clone(), target_uid))
         }))
         .buffer_unordered(concurrency.max(1))
         .try_collect()

@@ -1,7 +1,7 @@
 //! How the move addresses objects: their API by type, the parameters of its writes, the field
 //! manager it writes as, how many writes run at once, and the destination cluster.
 
-use kube::api::{Api, DynamicObject, PatchParams};
+use kube::api::{Api, DeleteParams, DynamicObject, PatchParams, Preconditions};
 use kube::core::ApiResource;
 
 use crate::error::{Error, Result};
@@ -34,6 +34,17 @@ pub(super) fn api(
         Api::all_with(cluster.client.clone(), resource)
     } else {
         Api::namespaced_with(cluster.client.clone(), namespace, resource)
+    }
+}
+
+/// DeleteOptions that delete exactly the object with `uid` (one made anew under its name stays).
+pub(super) fn only_uid(uid: &str) -> DeleteParams {
+    DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
     }
 }
 

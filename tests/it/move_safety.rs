@@ -87,9 +87,7 @@ async fn one_cluster_as_source_and_target_is_refused_before_any_write() {
     // The real target is fine, and a server-side dry run leaves it as it was: not even the
     // namespace its dry-run creates needed stays.
     let target_before = end_state(&w.target);
-    let mut args = MOVE_NS1.to_vec();
-    args.push("--dry-run=server");
-    let out = w.plugin(&args).await;
+    let out = w.move_with(&["-n", "ns1", "--dry-run=server"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("preflight passed"), "{}", out.stderr);
     assert_eq!(end_state(&w.target), target_before);
@@ -146,9 +144,7 @@ async fn a_rollback_never_removes_an_object_someone_put_in_place_of_the_copy() {
         .unwrap();
     assert_ne!(theirs["metadata"]["uid"], copy["metadata"]["uid"]);
 
-    let mut rollback = MOVE_NS1.to_vec();
-    rollback.push("--rollback");
-    let out = w.plugin(&rollback).await;
+    let out = w.move_with(&["-n", "ns1", "--rollback"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains("cluster.cluster.x-k8s.io/foo: not deleted: the target holds another object of that name"),
@@ -205,9 +201,8 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
     let out = w.plugin(&MOVE_NS1).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
     w.source.inject(refuse_delete("dockerclusters", "foo"));
-    let mut resume = MOVE_NS1.to_vec();
-    resume.push("--resume");
-    let out = w.plugin(&resume).await;
+    let resume = ["-n", "ns1", "--resume"];
+    let out = w.move_with(&resume).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("dockercluster"), "{}", out.stderr);
 
@@ -242,7 +237,7 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
             .count()
     };
     let before = object_deletes();
-    let out = w.plugin(&resume).await;
+    let out = w.move_with(&resume).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         object_deletes() - before,
@@ -307,9 +302,7 @@ async fn objects_already_in_the_target_refuse_the_move_unless_overwriting_and_gl
     assert_eq!(end_state(&w.source), source_before);
 
     // With --overwrite-existing, clusterctl's behaviour: the Secret is updated in place.
-    let mut args = MOVE_NS1.to_vec();
-    args.push("--overwrite-existing");
-    let out = w.plugin(&args).await;
+    let out = w.move_with(&["-n", "ns1", "--overwrite-existing"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let secret = w.target.object("", "secrets", "ns1", "foo-ca").unwrap();
     assert_eq!(
@@ -455,9 +448,7 @@ async fn a_stale_journal_of_a_move_finished_elsewhere_is_never_acted_on() {
 
     // Back on the first machine, with its stale journal.
     let before = w.writes_per_server();
-    let mut rollback = MOVE_NS1.to_vec();
-    rollback.push("--rollback");
-    let out = w.plugin(&rollback).await;
+    let out = w.move_with(&["-n", "ns1", "--rollback"]).await;
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr
@@ -523,9 +514,7 @@ async fn a_rollback_refuses_a_local_journal_behind_the_copy_in_the_source() {
     );
 
     let target_before = end_state(&w.target);
-    let mut rollback = MOVE_NS1.to_vec();
-    rollback.push("--rollback");
-    let out = w.plugin(&rollback).await;
+    let out = w.move_with(&["-n", "ns1", "--rollback"]).await;
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr.contains("the move was continued elsewhere"),
