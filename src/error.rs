@@ -45,10 +45,15 @@ pub enum Error {
     #[error("{context}: {message}")]
     Api { context: String, message: String },
     #[error(
-        "clusters.cluster.x-k8s.io {} not found in {scope}; list them with `kubectl get clusters.cluster.x-k8s.io -A`",
+        "clusters.cluster.x-k8s.io {} not found in {scope}; list them with `kubectl get clusters.cluster.x-k8s.io -A{flags}`",
         .names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
     )]
-    ClustersNotFound { names: Vec<String>, scope: String },
+    ClustersNotFound {
+        names: Vec<String>,
+        scope: String,
+        /// The user's connection flags, so the hint works when pasted.
+        flags: String,
+    },
     /// The answer is no (exit 1): every reason, and nothing was written.
     #[error("{}", .0.join("; "))]
     Refused(Vec<String>),

@@ -22,6 +22,50 @@ pub struct Connection {
     pub log_requests: bool,
 }
 
+impl Connection {
+    /// The connection flags the user gave, as kubectl takes them and quoted for a shell
+    /// (` --kubeconfig k --context c`): hints repeat them so they work when pasted.
+    pub fn as_flags(&self) -> String {
+        let kubeconfig = self
+            .kubeconfig
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned());
+        let given = [
+            ("--kubeconfig", kubeconfig.as_deref()),
+            ("--context", self.context.as_deref()),
+            ("--cluster", self.cluster.as_deref()),
+            ("--user", self.user.as_deref()),
+            ("--as", self.as_user.as_deref()),
+        ];
+        let mut out = String::new();
+        for (flag, value) in given {
+            if let Some(value) = value {
+                out.push_str(&format!(" {flag} {}", shell_word(value)));
+            }
+        }
+        for group in &self.as_groups {
+            out.push_str(&format!(" --as-group {}", shell_word(group)));
+        }
+        if self.insecure_skip_tls_verify {
+            out.push_str(" --insecure-skip-tls-verify");
+        }
+        out
+    }
+}
+
+/// `word` as a POSIX shell reads it back: as is when it is plain, else single-quoted.
+pub fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// Which namespaces and Clusters a command looks at.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
@@ -72,5 +116,26 @@ impl Settings {
             color: args.color,
             verbosity: args.verbosity.unwrap_or(0),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_repeat_the_connection_flags_quoted_for_a_shell() {
+        let connection = Connection {
+            kubeconfig: Some(PathBuf::from("/tmp/my configs/k")),
+            context: Some("prod".into()),
+            as_groups: vec!["ops".into()],
+            ..Connection::default()
+        };
+        assert_eq!(
+            connection.as_flags(),
+            " --kubeconfig '/tmp/my configs/k' --context prod --as-group ops"
+        );
+        assert_eq!(Connection::default().as_flags(), "");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
     }
 }

@@ -153,6 +153,7 @@ pub async fn run(
         return Err(Error::ClustersNotFound {
             names: missing,
             scope: super::scope_shown(&scope),
+            flags: settings.connection.as_flags(),
         });
     }
     let clusters: Vec<(String, String)> = found.iter().map(|c| model::namespaced_name(c)).collect();

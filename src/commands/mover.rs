@@ -844,6 +844,7 @@ impl<'a> Move<'a> {
             return Err(Error::ClustersNotFound {
                 names: missing,
                 scope: scope_shown,
+                flags: self.settings.connection.as_flags(),
             });
         }
         let clusters: Vec<ObjectRef> = all_clusters
@@ -1168,15 +1169,7 @@ fn resume_command() -> String {
         std::env::args()
             .skip(1)
             .filter(|a| a != "--resume")
-            .map(|a| {
-                if a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@".contains(c))
-                {
-                    a
-                } else {
-                    format!("'{}'", a.replace('\'', "'\\''"))
-                }
-            }),
+            .map(|a| crate::settings::shell_word(&a)),
     );
     words.push("--resume".into());
     words.join(" ")

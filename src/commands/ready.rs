@@ -49,6 +49,8 @@ pub struct Selection {
     pub fetch: Fetch,
     pub options: Options,
     pub names: Vec<String>,
+    /// The user's connection flags, for hints that work when pasted.
+    pub flags: String,
 }
 
 pub fn selection(
@@ -75,6 +77,7 @@ pub fn selection(
             strict,
         },
         names: names.to_vec(),
+        flags: settings.connection.as_flags(),
     }
 }
 
@@ -88,6 +91,7 @@ pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<(
         return Err(Error::ClustersNotFound {
             names: missing,
             scope: super::scope_shown(&selection.fetch.scope),
+            flags: selection.flags.clone(),
         });
     }
     if !selection.names.is_empty() {

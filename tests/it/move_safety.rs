@@ -408,6 +408,27 @@ async fn a_move_run_again_after_it_finished_succeeds_without_a_write() {
         "{}",
         out.stderr
     );
+    // The hint repeats the user's --context, and works when pasted.
+    let hint = out
+        .stderr
+        .split('`')
+        .nth(1)
+        .unwrap_or_else(|| panic!("a hint in backquotes: {}", out.stderr));
+    assert_eq!(
+        hint,
+        "kubectl get clusters.cluster.x-k8s.io -A --context source"
+    );
+    let words: Vec<&str> = hint.split(' ').collect();
+    let listed = std::process::Command::new(words[0])
+        .args(&words[1..])
+        .env("KUBECONFIG", w.dir.path().join("kubeconfig"))
+        .output()
+        .unwrap();
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
