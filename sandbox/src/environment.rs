@@ -204,15 +204,14 @@ pub async fn hand_move(
     let core = format!("cluster.x-k8s.io/{version}");
     let source_client = source.client();
     let target_client = target.client();
-    crate::api::merge_patch(
-        &source_client,
-        &core,
-        "Cluster",
-        namespace,
-        cluster,
-        &serde_json::json!({"spec": {"paused": true}}),
-    )
-    .await?;
+    let pause = |client: &kube::Client, paused: Value| {
+        let patch = serde_json::json!({"spec": {"paused": paused}});
+        let (client, core) = (client.clone(), core.clone());
+        async move {
+            crate::api::merge_patch(&client, &core, "Cluster", namespace, cluster, &patch).await
+        }
+    };
+    pause(&source_client, Value::Bool(true)).await?;
     let mut pending: Vec<Value> = source
         .dump()
         .into_iter()
@@ -283,40 +282,21 @@ pub async fn hand_move(
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        let annotate = serde_json::json!({"metadata": {"annotations": {"clusterctl.cluster.x-k8s.io/delete-for-move": ""}}});
-        crate::api::merge_patch(
-            &source_client,
-            api_version,
-            kind,
-            namespace,
-            name,
-            &annotate,
-        )
-        .await
-        .ok();
+        let patch = |body: Value| {
+            let client = source_client.clone();
+            async move {
+                crate::api::merge_patch(&client, api_version, kind, namespace, name, &body)
+                    .await
+                    .ok()
+            }
+        };
+        patch(serde_json::json!({"metadata": {"annotations": {"clusterctl.cluster.x-k8s.io/delete-for-move": ""}}})).await;
         crate::api::delete(&source_client, api_version, kind, namespace, name)
             .await
             .ok();
-        crate::api::merge_patch(
-            &source_client,
-            api_version,
-            kind,
-            namespace,
-            name,
-            &serde_json::json!({"metadata": {"finalizers": null}}),
-        )
-        .await
-        .ok();
+        patch(serde_json::json!({"metadata": {"finalizers": null}})).await;
     }
     source.collect_garbage();
-    crate::api::merge_patch(
-        &target_client,
-        &core,
-        "Cluster",
-        namespace,
-        cluster,
-        &serde_json::json!({"spec": {"paused": null}}),
-    )
-    .await?;
+    pause(&target_client, Value::Null).await?;
     Ok(())
 }

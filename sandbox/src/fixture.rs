@@ -48,6 +48,30 @@ impl Fixture {
         self
     }
 
+    /// A Secret `<cluster>-<suffix>` owned by the Cluster's KubeadmControlPlane.
+    pub fn control_plane_secret(&mut self, ns: &str, cluster: &str, suffix: &str) -> &mut Fixture {
+        let name = format!("{cluster}-{suffix}");
+        self.owned(
+            "v1",
+            "Secret",
+            ns,
+            &name,
+            ("KubeadmControlPlane", cluster, true),
+        )
+    }
+
+    /// An object with one owner and nothing else to say.
+    pub fn owned(
+        &mut self,
+        api_version: &str,
+        kind: &str,
+        ns: &str,
+        name: &str,
+        owner: (&str, &str, bool),
+    ) -> &mut Fixture {
+        self.add(api_version, kind, ns, name, &[owner], json!({}))
+    }
+
     /// A provisioned Cluster, its DockerCluster, `<name>-ca` (no owner: soft-owned) and
     /// `<name>-kubeconfig`; with a control plane also the KubeadmControlPlane (controller-owned by
     /// the Cluster), its machine template, and `-kubeconfig`/`-sa` owned by the control plane.
@@ -59,50 +83,33 @@ impl Fixture {
         self.add(CORE, "Cluster", ns, name, &[], json!({"spec": spec, "status": {
             "initialization": {"infrastructureProvisioned": true, "controlPlaneInitialized": true},
             "conditions": [{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}));
-        self.add(
-            INFRA,
-            "DockerCluster",
-            ns,
-            name,
-            &[("Cluster", name, false)],
-            json!({}),
-        );
+        self.owned(INFRA, "DockerCluster", ns, name, ("Cluster", name, false));
         self.add("v1", "Secret", ns, &format!("{name}-ca"), &[], json!({}));
         if control_plane {
-            self.add(
+            self.owned(
                 CONTROL_PLANE,
                 "KubeadmControlPlane",
                 ns,
                 name,
-                &[("Cluster", name, true)],
-                json!({}),
+                ("Cluster", name, true),
             );
-            self.add(
+            self.owned(
                 INFRA,
                 "DockerMachineTemplate",
                 ns,
                 &format!("{name}-cp"),
-                &[("Cluster", name, false)],
-                json!({}),
+                ("Cluster", name, false),
             );
             for secret in ["kubeconfig", "sa"] {
-                self.add(
-                    "v1",
-                    "Secret",
-                    ns,
-                    &format!("{name}-{secret}"),
-                    &[("KubeadmControlPlane", name, true)],
-                    json!({}),
-                );
+                self.control_plane_secret(ns, name, secret);
             }
         } else {
-            self.add(
+            self.owned(
                 "v1",
                 "Secret",
                 ns,
                 &format!("{name}-kubeconfig"),
-                &[("Cluster", name, false)],
-                json!({}),
+                ("Cluster", name, false),
             );
         }
         self
@@ -128,31 +135,16 @@ impl Fixture {
             "spec": {"clusterName": cluster, "bootstrap": bootstrap_spec,
                 "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachine", "name": name}},
             "status": {"nodeRef": {"name": name}}}));
-        self.add(
-            INFRA,
-            "DockerMachine",
-            ns,
-            name,
-            &[("Machine", name, true)],
-            json!({}),
-        );
+        self.owned(INFRA, "DockerMachine", ns, name, ("Machine", name, true));
         if bootstrap {
-            self.add(
+            self.owned(
                 BOOTSTRAP,
                 "KubeadmConfig",
                 ns,
                 name,
-                &[("Machine", name, true)],
-                json!({}),
+                ("Machine", name, true),
             );
-            self.add(
-                "v1",
-                "Secret",
-                ns,
-                name,
-                &[("KubeadmConfig", name, true)],
-                json!({}),
-            );
+            self.owned("v1", "Secret", ns, name, ("KubeadmConfig", name, true));
         }
         self
     }
@@ -165,22 +157,20 @@ impl Fixture {
         name: &str,
         bootstrap: bool,
     ) -> &mut Fixture {
-        self.add(
+        self.owned(
             INFRA,
             "DockerMachineTemplate",
             ns,
             name,
-            &[("Cluster", cluster, false)],
-            json!({}),
+            ("Cluster", cluster, false),
         );
         if bootstrap {
-            self.add(
+            self.owned(
                 BOOTSTRAP,
                 "KubeadmConfigTemplate",
                 ns,
                 name,
-                &[("Cluster", cluster, false)],
-                json!({}),
+                ("Cluster", cluster, false),
             );
         }
         self
@@ -270,13 +260,12 @@ impl Fixture {
         md: &str,
         ms: &str,
     ) -> &mut Fixture {
-        self.add(
+        self.owned(
             CORE,
             "MachineDeployment",
             ns,
             md,
-            &[("Cluster", cluster, false)],
-            json!({}),
+            ("Cluster", cluster, false),
         )
         .templates(ns, cluster, md, true)
         .add(
@@ -295,14 +284,7 @@ impl Fixture {
     pub fn provisioned(&mut self, ns: &str, name: &str, workers: usize) -> &mut Fixture {
         self.cluster(ns, name, true);
         for secret in ["etcd", "proxy"] {
-            self.add(
-                "v1",
-                "Secret",
-                ns,
-                &format!("{name}-{secret}"),
-                &[("KubeadmControlPlane", name, true)],
-                json!({}),
-            );
+            self.control_plane_secret(ns, name, secret);
         }
         self.machine(
             ns,
@@ -355,22 +337,78 @@ impl Fixture {
                     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
                 )?;
             }
-            let mut refs = Vec::new();
-            for (kind, name, controller) in owners {
+            set_owners(&mut object, owners, |kind, name| {
                 let owner = loaded
                     .get(&format!("{kind} {ns}/{name}"))
                     .or_else(|| loaded.get(&format!("{kind} /{name}")))
                     .ok_or_else(|| anyhow::anyhow!("owner {kind} {name} is loaded first"))?;
-                refs.push(json!({"apiVersion": owner["apiVersion"], "kind": kind, "name": name,
-                    "uid": owner["metadata"]["uid"], "controller": controller, "blockOwnerDeletion": controller}));
-            }
-            if !refs.is_empty() {
-                object["metadata"]["ownerReferences"] = json!(refs);
-            }
+                Ok((
+                    owner["apiVersion"].clone(),
+                    owner["metadata"]["uid"].clone(),
+                ))
+            })?;
             let created = server.load(object)?;
             loaded.insert(key(&created), created.clone());
             in_order.push(created);
         }
         Ok(in_order)
     }
+
+    /// The objects without a server, for pure tests: each UID is the readable key `Kind ns/name`.
+    /// An owner that is not in the fixture (a dangling reference) still gets that UID, and the
+    /// apiVersion of another object of its kind (`cluster.x-k8s.io` when there is none).
+    pub fn resolved(&self) -> Vec<Value> {
+        let mut objects: Vec<Value> = self.objects.iter().map(|(o, _)| o.clone()).collect();
+        for object in &mut objects {
+            object["metadata"]["uid"] = json!(key(object));
+        }
+        let known = objects.clone();
+        for (object, (_, owners)) in objects.iter_mut().zip(&self.objects) {
+            let ns = object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            let resolved: anyhow::Result<()> = set_owners(object, owners, |kind, name| {
+                let named = |o: &&Value| {
+                    o["kind"] == kind
+                        && o["metadata"]["name"] == name
+                        && [ns.as_str(), ""]
+                            .contains(&o["metadata"]["namespace"].as_str().unwrap_or(""))
+                };
+                let same_kind = |o: &&Value| o["kind"] == kind;
+                let api_version = known
+                    .iter()
+                    .find(same_kind)
+                    .map_or(json!(CORE), |o| o["apiVersion"].clone());
+                let uid = known.iter().find(named).map_or_else(
+                    || json!(format!("{kind} {ns}/{name}")),
+                    |o| o["metadata"]["uid"].clone(),
+                );
+                Ok((api_version, uid))
+            });
+            resolved.expect("resolving by name cannot fail");
+        }
+        objects
+    }
+}
+
+/// Sets `metadata.ownerReferences` from owners named by kind and name; `resolve` gives each
+/// owner's apiVersion and UID.
+fn set_owners(
+    object: &mut Value,
+    owners: &Owners,
+    mut resolve: impl FnMut(&str, &str) -> anyhow::Result<(Value, Value)>,
+) -> anyhow::Result<()> {
+    let mut refs = Vec::new();
+    for (kind, name, controller) in owners {
+        let (api_version, uid) = resolve(kind, name)?;
+        refs.push(
+            json!({"apiVersion": api_version, "kind": kind, "name": name,
+            "uid": uid, "controller": controller, "blockOwnerDeletion": controller}),
+        );
+    }
+    if !refs.is_empty() {
+        object["metadata"]["ownerReferences"] = json!(refs);
+    }
+    Ok(())
 }

@@ -23,7 +23,7 @@ use crate::mover::plan::{Excluded, MovePlan, TreeNode, plan};
 use crate::mover::preflight::{ThisMove, dry_run_creates, preflight};
 use crate::mover::progress::{Phase, Progress};
 use crate::mover::recovery::{self, Recorded, Records};
-use crate::mover::recovery::{finish_from_journal, rollback_from_journal};
+use crate::mover::recovery::{Replay, finish_from_journal, rollback_from_journal};
 use crate::mover::requests::{Destination, type_of};
 use crate::mover::run::{RunOptions, Source, Summary, run as execute};
 use crate::mover::same_cluster;
@@ -629,6 +629,23 @@ impl<'a> Move<'a> {
     }
 
     /// The running move's journal: its local file and its copy in the source cluster.
+    /// Finishing or rolling back the recorded move, its journal saved where it was read.
+    fn replay<'r>(
+        &'r self,
+        target: &'r Destination,
+        records: &MoveRecords,
+        journal: &Journal,
+        progress: &'r dyn Progress,
+    ) -> Replay<'r> {
+        Replay {
+            source: &self.source,
+            target: &target.cluster,
+            journal: self.journal_file(records, journal.clone()),
+            concurrency: usize::from(self.args.concurrency),
+            progress,
+        }
+    }
+
     fn journal_file(&self, records: &MoveRecords, journal: Journal) -> JournalFile {
         JournalFile {
             path: records.path.clone(),
@@ -739,19 +756,13 @@ impl<'a> Move<'a> {
                 records.path.display()
             )]));
         }
-        let mut file = self.journal_file(records, journal.clone());
-        let removed = rollback_from_journal(
-            &self.source,
-            &target.cluster,
-            &mut file,
-            usize::from(self.args.concurrency),
-            &Reporter::new(self.printer),
-        )
-        .await?;
+        let reporter = Reporter::new(self.printer);
+        let removed =
+            rollback_from_journal(self.replay(target, records, journal, &reporter)).await?;
         self.printer.data(&format!(
             "rolled back: {} object(s) removed from the target, {} Cluster(s)/ClusterClass(es) unpaused in the source\n",
             removed.count,
-            file.journal.paused.len()
+            journal.paused.len()
         ))?;
         warn_skipped(self.printer, &removed.skipped);
         Ok(ExitStatus::Success)
@@ -781,15 +792,8 @@ impl<'a> Move<'a> {
         ) else {
             return Ok(None);
         };
-        let mut file = self.journal_file(records, journal.clone());
-        let summary = finish_from_journal(
-            &self.source,
-            &target.cluster,
-            &mut file,
-            usize::from(self.args.concurrency),
-            &Reporter::new(self.printer),
-        )
-        .await?;
+        let reporter = Reporter::new(self.printer);
+        let summary = finish_from_journal(self.replay(target, records, journal, &reporter)).await?;
         print_summary(self.args, self.settings, self.printer, &summary)?;
         Ok(Some(ExitStatus::Success))
     }
@@ -875,16 +879,11 @@ impl<'a> Move<'a> {
 
     /// `--to-directory`: a backup after the source-side checks.
     async fn backup(&self, planned: &Planned, directory: &std::path::Path) -> Result<ExitStatus> {
-        let Planned {
-            types,
-            objects,
-            plan,
-            clusters,
-        } = planned;
+        let (plan, clusters) = (&planned.plan, &planned.clusters);
         let failures = preflight(
             plan,
-            types,
-            objects,
+            &planned.types,
+            &planned.objects,
             &self.source,
             None,
             clusters,
@@ -909,7 +908,7 @@ impl<'a> Move<'a> {
         }
         let from = Source {
             cluster: &self.source,
-            types,
+            types: &planned.types,
             scope: &self.scope,
         };
         let written = crate::mover::directory::backup(plan, &from, directory).await?;

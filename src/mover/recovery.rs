@@ -132,21 +132,32 @@ async fn uid_by_name(cluster: &Cluster, entry: &Entry, which: &str) -> Result<Op
     Ok(object.and_then(|o| o.metadata.uid))
 }
 
+/// What finishing or rolling back a move from its journal works with.
+pub struct Replay<'a> {
+    pub source: &'a Cluster,
+    pub target: &'a Cluster,
+    pub journal: JournalFile,
+    pub concurrency: usize,
+    pub progress: &'a dyn Progress,
+}
+
 /// Resumes a move whose objects all exist in the target (stage Deleting or Unpausing) from its
 /// journal alone: the source may be half deleted, so it cannot be planned again.
-pub async fn finish_from_journal(
-    source: &Cluster,
-    target: &Cluster,
-    journal: &mut JournalFile,
-    concurrency: usize,
-    progress: &dyn Progress,
-) -> Result<Summary> {
+pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
+    let Replay {
+        source,
+        target,
+        concurrency,
+        progress,
+        ..
+    } = replay;
+    let mut journal = replay.journal;
     let started = Instant::now();
     let mut skipped = Vec::new();
     if journal.journal.stage == Stage::Deleting {
         skipped = delete_entries(
             source,
-            journal,
+            &mut journal,
             |e| (!e.kept_in_source && !e.deleted).then(|| e.uid.clone()),
             |e| e.deleted = true,
             "source",
@@ -202,17 +213,18 @@ pub async fn finish_from_journal(
 /// target's Clusters are still paused, so no target controller tears down infrastructure the
 /// source still owns — and only those: each by the UID its create answered with, never one that
 /// was there before or that someone has put in its place since; then unpauses the source.
-pub async fn rollback_from_journal(
-    source: &Cluster,
-    target: &Cluster,
-    journal: &mut JournalFile,
-    concurrency: usize,
-    progress: &dyn Progress,
-) -> Result<Deleted> {
-    claim_unanswered_creates(target, journal, concurrency).await?;
+pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
+    let (source, target, concurrency, progress) = (
+        replay.source,
+        replay.target,
+        replay.concurrency,
+        replay.progress,
+    );
+    let mut journal = replay.journal;
+    claim_unanswered_creates(target, &mut journal, concurrency).await?;
     let removed = delete_entries(
         target,
-        journal,
+        &mut journal,
         |e| {
             (e.created && !e.preexisting && !e.removed)
                 .then(|| e.target_uid.clone())

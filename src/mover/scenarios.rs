@@ -1,226 +1,63 @@
-//! clusterctl's move scenarios (cmd/clusterctl/client/cluster/mover_test.go), rebuilt with this
-//! crate's own fixtures; expected groups follow from clusterctl's rules (longest path over owners
-//! and soft owners).
+//! clusterctl's move scenarios (cmd/clusterctl/client/cluster/mover_test.go), rebuilt with the
+//! sandbox's fixture builder (its objects without a server: UIDs are `Kind ns/name`); expected
+//! groups follow from clusterctl's rules (longest path over owners and soft owners).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use capi_sandbox::fixture::{CONTROL_PLANE, CORE, Fixture, INFRA};
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
 use super::graph::{Graph, TypeInfo};
 use super::plan::{MovePlan, plan};
 
-const CORE: &str = "cluster.x-k8s.io/v1beta2";
-const INFRA: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
-const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io/v1beta2";
-const CONTROL_PLANE: &str = "controlplane.cluster.x-k8s.io/v1beta2";
 const ADDONS: &str = "addons.cluster.x-k8s.io/v1beta2";
 const EXTERNAL: &str = "external.cluster.x-k8s.io/v1beta2";
+const MOVE_LABEL: &str = "clusterctl.cluster.x-k8s.io/move";
 
-/// Objects with readable UIDs (`Kind ns/name`) and their owner edges.
-#[derive(Default)]
-struct World {
-    objects: Vec<Value>,
+/// The move graph of the fixture's objects, each typed from the fixture's CRDs (their scope and
+/// move labels) or, without one, as a namespaced kind of its group.
+fn graph(fixture: &Fixture, moved_namespace: Option<&str>) -> Graph {
+    let objects: Vec<(Arc<DynamicObject>, TypeInfo)> = fixture
+        .resolved()
+        .into_iter()
+        .map(|o| {
+            let api_version = o["apiVersion"].as_str().unwrap();
+            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            let kind = o["kind"].as_str().unwrap();
+            let crd = fixture
+                .crds
+                .iter()
+                .find(|c| c["spec"]["names"]["kind"] == kind);
+            let info = match crd {
+                _ if group.is_empty() => TypeInfo::core(kind),
+                Some(crd) => {
+                    let labels = serde_json::from_value(crd["metadata"]["labels"].clone()).unwrap();
+                    TypeInfo::from_crd(group, kind, crd["spec"]["scope"] == "Namespaced", &labels)
+                }
+                None => TypeInfo::from_crd(group, kind, true, &BTreeMap::new()),
+            };
+            (Arc::new(serde_json::from_value(o).unwrap()), info)
+        })
+        .collect();
+    Graph::build(&objects, moved_namespace)
 }
 
-fn uid(kind: &str, ns: &str, name: &str) -> String {
-    format!("{kind} {ns}/{name}")
+fn plan_of(fixture: &Fixture, moved_namespace: Option<&str>, selected: &[&str]) -> MovePlan {
+    let selected: BTreeSet<String> = selected.iter().map(|s| s.to_string()).collect();
+    plan(graph(fixture, moved_namespace), &selected)
 }
 
-impl World {
-    fn add(
-        &mut self,
-        api_version: &str,
-        kind: &str,
-        ns: &str,
-        name: &str,
-        owners: &[(&str, &str, &str, bool)],
-        extra: Value,
-    ) -> String {
-        let refs: Vec<Value> = owners
-            .iter()
-            .map(|(av, k, n, controller)| json!({"apiVersion": av, "kind": k, "name": n, "uid": uid(k, ns, n), "controller": controller}))
-            .collect();
-        let mut object = json!({"apiVersion": api_version, "kind": kind,
-            "metadata": {"name": name, "uid": uid(kind, ns, name), "ownerReferences": refs}});
-        if !ns.is_empty() {
-            object["metadata"]["namespace"] = json!(ns);
-        }
-        crate::freeze::plan::merge_into(&mut object, &extra);
-        self.objects.push(object);
-        uid(kind, ns, name)
-    }
-
-    /// NewFakeCluster: Cluster, its infrastructure cluster, `<name>-ca` (soft-owned) and
-    /// `<name>-kubeconfig` (owned by the Cluster, or by the control plane when there is one).
-    fn cluster(&mut self, ns: &str, name: &str, control_plane: bool) {
-        let mut spec = json!({"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "GenericInfrastructureCluster", "name": name}}});
-        if control_plane {
-            spec["spec"]["controlPlaneRef"] = json!({"apiGroup": "controlplane.cluster.x-k8s.io", "kind": "GenericControlPlane", "name": name});
-        }
-        self.add(CORE, "Cluster", ns, name, &[], spec);
-        self.add(
-            INFRA,
-            "GenericInfrastructureCluster",
-            ns,
-            name,
-            &[(CORE, "Cluster", name, false)],
-            json!({}),
-        );
-        self.add("v1", "Secret", ns, &format!("{name}-ca"), &[], json!({}));
-        if control_plane {
-            self.add(
-                CONTROL_PLANE,
-                "GenericControlPlane",
-                ns,
-                name,
-                &[(CORE, "Cluster", name, true)],
-                json!({}),
-            );
-            self.add(
-                INFRA,
-                "GenericInfrastructureMachineTemplate",
-                ns,
-                &format!("{name}-cp"),
-                &[(CORE, "Cluster", name, false)],
-                json!({}),
-            );
-            self.add(
-                "v1",
-                "Secret",
-                ns,
-                &format!("{name}-kubeconfig"),
-                &[(CONTROL_PLANE, "GenericControlPlane", name, true)],
-                json!({}),
-            );
-            self.add(
-                "v1",
-                "Secret",
-                ns,
-                &format!("{name}-sa"),
-                &[(CONTROL_PLANE, "GenericControlPlane", name, true)],
-                json!({}),
-            );
-        } else {
-            self.add(
-                "v1",
-                "Secret",
-                ns,
-                &format!("{name}-kubeconfig"),
-                &[(CORE, "Cluster", name, false)],
-                json!({}),
-            );
-        }
-    }
-
-    /// NewFakeMachine: Machine (owned by `owner`), infrastructure machine and bootstrap config
-    /// (owned by the Machine), bootstrap data Secret (owned by the config).
-    fn machine(&mut self, ns: &str, name: &str, owner: (&str, &str, &str, bool)) {
-        self.add(
-            CORE,
-            "Machine",
-            ns,
-            name,
-            &[owner],
-            json!({"metadata": {"labels": {"cluster.x-k8s.io/cluster-name": "x"}}}),
-        );
-        self.add(
-            INFRA,
-            "GenericInfrastructureMachine",
-            ns,
-            name,
-            &[(CORE, "Machine", name, true)],
-            json!({}),
-        );
-        self.add(
-            BOOTSTRAP,
-            "GenericBootstrapConfig",
-            ns,
-            name,
-            &[(CORE, "Machine", name, true)],
-            json!({}),
-        );
-        self.add(
-            "v1",
-            "Secret",
-            ns,
-            name,
-            &[(BOOTSTRAP, "GenericBootstrapConfig", name, true)],
-            json!({}),
-        );
-    }
-
-    fn templates(&mut self, ns: &str, cluster: &str, prefix: &str) {
-        self.add(
-            INFRA,
-            "GenericInfrastructureMachineTemplate",
-            ns,
-            prefix,
-            &[(CORE, "Cluster", cluster, false)],
-            json!({}),
-        );
-        self.add(
-            BOOTSTRAP,
-            "GenericBootstrapConfigTemplate",
-            ns,
-            prefix,
-            &[(CORE, "Cluster", cluster, false)],
-            json!({}),
-        );
-    }
-
-    fn graph(&self, moved_namespace: Option<&str>) -> Graph {
-        let objects: Vec<(Arc<DynamicObject>, TypeInfo)> = self
-            .objects
-            .iter()
-            .map(|o| {
-                let object: DynamicObject = serde_json::from_value(o.clone()).unwrap();
-                let api_version = o["apiVersion"].as_str().unwrap();
-                let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-                let kind = o["kind"].as_str().unwrap();
-                let info = match (group, kind) {
-                    ("", k) => TypeInfo::core(k),
-                    (EXT, "GenericExternalObject") if group == EXT => TypeInfo::from_crd(
-                        group,
-                        kind,
-                        true,
-                        &labels(&["clusterctl.cluster.x-k8s.io/move"]),
-                    ),
-                    (EXT, "GenericClusterExternalObject") => TypeInfo::from_crd(
-                        group,
-                        kind,
-                        false,
-                        &labels(&["clusterctl.cluster.x-k8s.io/move"]),
-                    ),
-                    (_, "GenericClusterInfrastructureIdentity") => TypeInfo::from_crd(
-                        group,
-                        kind,
-                        false,
-                        &labels(&["clusterctl.cluster.x-k8s.io/move-hierarchy"]),
-                    ),
-                    _ => TypeInfo::from_crd(group, kind, true, &BTreeMap::new()),
-                };
-                (Arc::new(object), info)
-            })
-            .collect();
-        Graph::build(&objects, moved_namespace)
-    }
-
-    fn plan(&self, moved_namespace: Option<&str>, selected: &[&str]) -> MovePlan {
-        let selected: BTreeSet<String> = selected.iter().map(|s| s.to_string()).collect();
-        plan(self.graph(moved_namespace), &selected)
-    }
+/// Sets a Cluster's topology to use a ClusterClass.
+fn use_class(fixture: &mut Fixture, cluster: &str, class_ref: Value) {
+    let (object, _) = fixture
+        .objects
+        .iter_mut()
+        .find(|(o, _)| o["kind"] == "Cluster" && o["metadata"]["name"] == cluster)
+        .unwrap();
+    object["spec"]["topology"] = json!({ "classRef": class_ref });
 }
-
-const EXT: &str = "external.cluster.x-k8s.io";
-
-fn labels(keys: &[&str]) -> BTreeMap<String, String> {
-    keys.iter()
-        .map(|k| (k.to_string(), String::new()))
-        .collect()
-}
-
 fn groups(plan: &MovePlan) -> Vec<Vec<String>> {
     plan.groups
         .iter()
@@ -245,15 +82,15 @@ fn sorted(items: &[&str]) -> Vec<String> {
 
 #[test]
 fn cluster() {
-    let mut w = World::default();
+    let mut w = Fixture::default();
     w.cluster("ns1", "foo", false);
-    let p = w.plan(None, &[]);
+    let p = plan_of(&w, None, &[]);
     assert_eq!(
         groups(&p),
         vec![
             sorted(&["Cluster ns1/foo"]),
             sorted(&[
-                "GenericInfrastructureCluster ns1/foo",
+                "DockerCluster ns1/foo",
                 "Secret ns1/foo-ca",
                 "Secret ns1/foo-kubeconfig"
             ]),
@@ -264,7 +101,7 @@ fn cluster() {
 
 #[test]
 fn cloud_config_secret_with_the_move_label() {
-    let mut w = World::default();
+    let mut w = Fixture::default();
     w.cluster("ns1", "foo", false);
     w.add(
         "v1",
@@ -275,7 +112,7 @@ fn cloud_config_secret_with_the_move_label() {
         json!({"metadata": {"labels": {"clusterctl.cluster.x-k8s.io/move": ""}}}),
     );
     w.add("v1", "Secret", "ns1", "unrelated", &[], json!({}));
-    let p = w.plan(None, &[]);
+    let p = plan_of(&w, None, &[]);
     assert_eq!(
         groups(&p)[0],
         sorted(&["Cluster ns1/foo", "Secret ns1/foo-cloud-config"])
@@ -290,45 +127,26 @@ fn cloud_config_secret_with_the_move_label() {
 
 #[test]
 fn machines_machine_set_and_deployment() {
-    let mut w = World::default();
+    let mut w = Fixture::default();
     w.cluster("ns1", "foo", false);
-    w.add(
-        CORE,
-        "MachineDeployment",
-        "ns1",
-        "md1",
-        &[(CORE, "Cluster", "foo", false)],
-        json!({}),
-    );
-    w.templates("ns1", "foo", "md1");
-    w.add(
-        CORE,
-        "MachineSet",
-        "ns1",
-        "ms1",
-        &[(CORE, "MachineDeployment", "md1", true)],
-        json!({}),
-    );
-    w.machine("ns1", "m1", (CORE, "MachineSet", "ms1", true));
-    let p = w.plan(None, &[]);
+    w.machine_deployment("ns1", "foo", "md1", "ms1");
+    w.machine("ns1", "foo", "m1", ("MachineSet", "ms1", true), true);
+    let p = plan_of(&w, None, &[]);
     assert_eq!(
         groups(&p),
         vec![
             sorted(&["Cluster ns1/foo"]),
             sorted(&[
-                "GenericInfrastructureCluster ns1/foo",
+                "DockerCluster ns1/foo",
                 "Secret ns1/foo-ca",
                 "Secret ns1/foo-kubeconfig",
                 "MachineDeployment ns1/md1",
-                "GenericInfrastructureMachineTemplate ns1/md1",
-                "GenericBootstrapConfigTemplate ns1/md1"
+                "DockerMachineTemplate ns1/md1",
+                "KubeadmConfigTemplate ns1/md1"
             ]),
             sorted(&["MachineSet ns1/ms1"]),
             sorted(&["Machine ns1/m1"]),
-            sorted(&[
-                "GenericInfrastructureMachine ns1/m1",
-                "GenericBootstrapConfig ns1/m1"
-            ]),
+            sorted(&["DockerMachine ns1/m1", "KubeadmConfig ns1/m1"]),
             sorted(&["Secret ns1/m1"]),
         ]
     );
@@ -336,33 +154,32 @@ fn machines_machine_set_and_deployment() {
 
 #[test]
 fn control_plane() {
-    let mut w = World::default();
+    let mut w = Fixture::default();
     w.cluster("ns1", "foo", true);
     w.machine(
         "ns1",
+        "foo",
         "m1",
-        (CONTROL_PLANE, "GenericControlPlane", "foo", true),
+        ("KubeadmControlPlane", "foo", true),
+        true,
     );
-    let p = w.plan(None, &[]);
+    let p = plan_of(&w, None, &[]);
     assert_eq!(
         groups(&p),
         vec![
             sorted(&["Cluster ns1/foo"]),
             sorted(&[
-                "GenericInfrastructureCluster ns1/foo",
+                "DockerCluster ns1/foo",
                 "Secret ns1/foo-ca",
-                "GenericControlPlane ns1/foo",
-                "GenericInfrastructureMachineTemplate ns1/foo-cp"
+                "KubeadmControlPlane ns1/foo",
+                "DockerMachineTemplate ns1/foo-cp"
             ]),
             sorted(&[
                 "Secret ns1/foo-kubeconfig",
                 "Secret ns1/foo-sa",
                 "Machine ns1/m1"
             ]),
-            sorted(&[
-                "GenericInfrastructureMachine ns1/m1",
-                "GenericBootstrapConfig ns1/m1"
-            ]),
+            sorted(&["DockerMachine ns1/m1", "KubeadmConfig ns1/m1"]),
             sorted(&["Secret ns1/m1"]),
         ]
     );
@@ -370,25 +187,25 @@ fn control_plane() {
 
 #[test]
 fn machine_pool() {
-    let mut w = World::default();
+    let mut w = Fixture::default();
     w.cluster("ns1", "foo", false);
     w.add(
         CORE,
         "MachinePool",
         "ns1",
         "mp1",
-        &[(CORE, "Cluster", "foo", false)],
+        &[("Cluster", "foo", false)],
         json!({}),
     );
-    w.templates("ns1", "foo", "mp1");
-    let p = w.plan(None, &[]);
+    w.templates("ns1", "foo", "mp1", true);
+    let p = plan_of(&w, None, &[]);
     assert_eq!(groups(&p)[1].len(), 6);
     assert!(groups(&p)[1].contains(&"MachinePool ns1/mp1".to_string()));
 }
 
 #[test]
 fn two_clusters_and_a_cluster_resource_set() {
-    let mut w = World::default();
+    let mut w = Fixture::default();
     w.cluster("ns1", "foo", false);
     w.cluster("ns1", "bar", false);
     w.add(ADDONS, "ClusterResourceSet", "ns1", "crs1", &[], json!({}));
@@ -397,7 +214,7 @@ fn two_clusters_and_a_cluster_resource_set() {
         "Secret",
         "ns1",
         "resource-s1",
-        &[(ADDONS, "ClusterResourceSet", "crs1", false)],
+        &[("ClusterResourceSet", "crs1", false)],
         json!({}),
     );
     w.add(
@@ -405,7 +222,7 @@ fn two_clusters_and_a_cluster_resource_set() {
         "ConfigMap",
         "ns1",
         "resource-c1",
-        &[(ADDONS, "ClusterResourceSet", "crs1", false)],
+        &[("ClusterResourceSet", "crs1", false)],
         json!({}),
     );
     w.add(
@@ -413,10 +230,10 @@ fn two_clusters_and_a_cluster_resource_set() {
         "ClusterResourceSetBinding",
         "ns1",
         "foo",
-        &[(ADDONS, "ClusterResourceSet", "crs1", false)],
+        &[("ClusterResourceSet", "crs1", false)],
         json!({"spec": {"clusterName": "foo"}}),
     );
-    let p = w.plan(None, &[]);
+    let p = plan_of(&w, None, &[]);
     assert_eq!(
         groups(&p)[0],
         sorted(&[
@@ -432,7 +249,7 @@ fn two_clusters_and_a_cluster_resource_set() {
     assert!(groups(&p)[1].contains(&"ConfigMap ns1/resource-c1".to_string()));
 
     // Only foo: bar stays; the set is shared with nothing that stays, its binding for foo moves.
-    let foo = w.plan(None, &["Cluster ns1/foo"]);
+    let foo = plan_of(&w, None, &["Cluster ns1/foo"]);
     let moved: BTreeSet<String> = foo.groups.iter().flatten().cloned().collect();
     assert!(!moved.contains("Cluster ns1/bar") && !moved.contains("Secret ns1/bar-ca"));
     assert!(
@@ -448,145 +265,123 @@ fn two_clusters_and_a_cluster_resource_set() {
 
 #[test]
 fn cluster_classes_shared_and_across_namespaces() {
-    let mut w = World::default();
+    let mut w = Fixture::default();
     w.add(CORE, "ClusterClass", "ns1", "class1", &[], json!({}));
     w.add(
         INFRA,
-        "GenericInfrastructureClusterTemplate",
+        "DockerClusterTemplate",
         "ns1",
         "class1",
-        &[(CORE, "ClusterClass", "class1", false)],
+        &[("ClusterClass", "class1", false)],
         json!({}),
     );
     w.add(
         CONTROL_PLANE,
-        "GenericControlPlaneTemplate",
+        "KubeadmControlPlaneTemplate",
         "ns1",
         "class1",
-        &[(CORE, "ClusterClass", "class1", false)],
+        &[("ClusterClass", "class1", false)],
         json!({}),
     );
     w.cluster("ns1", "foo", false);
     w.cluster("ns1", "bar", false);
     for c in ["foo", "bar"] {
-        w.objects
-            .iter_mut()
-            .find(|o| o["kind"] == "Cluster" && o["metadata"]["name"] == c)
-            .unwrap()["spec"]["topology"] = json!({"classRef": {"name": "class1"}});
+        use_class(&mut w, c, json!({"name": "class1"}));
     }
-    let p = w.plan(Some("ns1"), &[]);
+    let p = plan_of(&w, Some("ns1"), &[]);
     assert_eq!(groups(&p)[0], sorted(&["ClusterClass ns1/class1"]));
     assert_eq!(
         groups(&p)[1],
         sorted(&[
             "Cluster ns1/foo",
             "Cluster ns1/bar",
-            "GenericInfrastructureClusterTemplate ns1/class1",
-            "GenericControlPlaneTemplate ns1/class1"
+            "DockerClusterTemplate ns1/class1",
+            "KubeadmControlPlaneTemplate ns1/class1"
         ])
     );
     assert!(p.kept_in_source.is_empty());
 
     // Moving only foo copies the class (bar still uses it) and keeps it in the source.
-    let foo = w.plan(Some("ns1"), &["Cluster ns1/foo"]);
+    let foo = plan_of(&w, Some("ns1"), &["Cluster ns1/foo"]);
     assert!(foo.kept_in_source.contains("ClusterClass ns1/class1"));
     assert!(
         foo.kept_in_source
-            .contains("GenericInfrastructureClusterTemplate ns1/class1")
+            .contains("DockerClusterTemplate ns1/class1")
     );
     assert!(!foo.kept_in_source.contains("Cluster ns1/foo"));
 
     // A class in another namespace is copied but never deleted (clusterctl ≥ 1.10).
-    let mut cross = World::default();
+    let mut cross = Fixture::default();
     cross.add(CORE, "ClusterClass", "classes", "shared", &[], json!({}));
     cross.add(
         INFRA,
-        "GenericInfrastructureClusterTemplate",
+        "DockerClusterTemplate",
         "classes",
         "shared",
-        &[(CORE, "ClusterClass", "shared", false)],
+        &[("ClusterClass", "shared", false)],
         json!({}),
     );
     cross.cluster("ns1", "foo", false);
-    cross
-        .objects
-        .iter_mut()
-        .find(|o| o["kind"] == "Cluster")
-        .unwrap()["spec"]["topology"] =
-        json!({"classRef": {"name": "shared", "namespace": "classes"}});
-    let p = cross.plan(Some("ns1"), &[]);
+    use_class(
+        &mut cross,
+        "foo",
+        json!({"name": "shared", "namespace": "classes"}),
+    );
+    let p = plan_of(&cross, Some("ns1"), &[]);
     assert!(
         p.kept_in_source.contains("ClusterClass classes/shared")
             && p.kept_in_source
-                .contains("GenericInfrastructureClusterTemplate classes/shared")
+                .contains("DockerClusterTemplate classes/shared")
     );
     assert_eq!(
         groups(&p)[1],
-        sorted(&[
-            "Cluster ns1/foo",
-            "GenericInfrastructureClusterTemplate classes/shared"
-        ])
+        sorted(&["Cluster ns1/foo", "DockerClusterTemplate classes/shared"])
     );
 }
 
 #[test]
 fn external_objects_and_a_global_identity() {
-    let mut w = World::default();
-    w.cluster("ns1", "foo", false);
-    w.add(
-        EXTERNAL,
-        "GenericExternalObject",
-        "ns1",
-        "external1",
-        &[],
-        json!({}),
-    );
-    w.add(
-        EXTERNAL,
-        "GenericClusterExternalObject",
-        "",
-        "externalcluster1",
-        &[],
-        json!({}),
-    );
-    w.add(
-        INFRA,
-        "GenericClusterInfrastructureIdentity",
-        "",
-        "infra1-identity",
-        &[],
-        json!({}),
-    );
-    w.add(
-        "v1",
-        "Secret",
-        "infra1-system",
-        "infra1-identity-credentials",
-        &[(
-            INFRA,
-            "GenericClusterInfrastructureIdentity",
-            "infra1-identity",
+    let mut w = Fixture::default();
+    w.cluster("ns1", "foo", false)
+        .crd(
+            "external.cluster.x-k8s.io",
+            "GenericExternalObject",
+            true,
+            MOVE_LABEL,
+        )
+        .crd(
+            "external.cluster.x-k8s.io",
+            "GenericClusterExternalObject",
             false,
-        )],
-        json!({}),
-    );
-    // The identity is cluster-scoped: its owner reference from a namespaced Secret names no namespace.
-    w.objects.last_mut().unwrap()["metadata"]["ownerReferences"][0]["uid"] =
-        json!("GenericClusterInfrastructureIdentity /infra1-identity");
-    let p = w.plan(None, &[]);
+            MOVE_LABEL,
+        )
+        .add(
+            EXTERNAL,
+            "GenericExternalObject",
+            "ns1",
+            "external1",
+            &[],
+            json!({}),
+        )
+        .add(
+            EXTERNAL,
+            "GenericClusterExternalObject",
+            "",
+            "externalcluster1",
+            &[],
+            json!({}),
+        )
+        // Its credentials Secret is namespaced; its owner reference names no namespace.
+        .global_identity(json!({}));
+    let p = plan_of(&w, None, &[]);
     assert!(groups(&p)[0].contains(&"GenericExternalObject ns1/external1".to_string()));
     assert!(groups(&p)[0].contains(&"GenericClusterExternalObject /externalcluster1".to_string()));
-    assert!(
-        groups(&p)[0]
-            .contains(&"GenericClusterInfrastructureIdentity /infra1-identity".to_string())
-    );
-    assert!(
-        groups(&p)[1].contains(&"Secret infra1-system/infra1-identity-credentials".to_string())
-    );
+    assert!(groups(&p)[0].contains(&"DockerClusterIdentity /identity1".to_string()));
+    assert!(groups(&p)[1].contains(&"Secret capd-system/identity1-credentials".to_string()));
     for global in [
         "GenericClusterExternalObject /externalcluster1",
-        "GenericClusterInfrastructureIdentity /infra1-identity",
-        "Secret infra1-system/infra1-identity-credentials",
+        "DockerClusterIdentity /identity1",
+        "Secret capd-system/identity1-credentials",
     ] {
         assert!(
             p.kept_in_source.contains(global),
@@ -601,28 +396,25 @@ fn external_objects_and_a_global_identity() {
 
 #[test]
 fn dangling_owners_are_excluded_with_the_reason() {
-    let mut w = World::default();
+    let mut w = Fixture::default();
     w.cluster("ns1", "foo", false);
     w.add(
         CORE,
         "Machine",
         "ns1",
         "orphan",
-        &[(CORE, "MachineSet", "gone", true)],
+        &[("MachineSet", "gone", true)],
         json!({}),
     );
     w.add(
         INFRA,
-        "GenericInfrastructureMachine",
+        "DockerMachine",
         "ns1",
         "lost",
-        &[
-            (CORE, "Cluster", "foo", false),
-            (CORE, "Machine", "missing", true),
-        ],
+        &[("Cluster", "foo", false), ("Machine", "missing", true)],
         json!({}),
     );
-    let p = w.plan(None, &[]);
+    let p = plan_of(&w, None, &[]);
     let reasons: BTreeMap<String, String> = p
         .excluded
         .iter()
@@ -663,34 +455,37 @@ fn tree_lines(plan: &MovePlan) -> Vec<String> {
 
 #[test]
 fn the_wide_tree_hangs_every_object_once_under_its_controller() {
-    let mut w = World::default();
+    let mut w = Fixture::default();
     w.add(CORE, "ClusterClass", "classes", "shared", &[], json!({}));
     w.cluster("ns1", "foo", true);
-    w.objects
-        .iter_mut()
-        .find(|o| o["kind"] == "Cluster")
-        .unwrap()["spec"]["topology"] =
-        json!({"classRef": {"name": "shared", "namespace": "classes"}});
+    use_class(
+        &mut w,
+        "foo",
+        json!({"name": "shared", "namespace": "classes"}),
+    );
     w.machine(
         "ns1",
+        "foo",
         "m1",
-        (CONTROL_PLANE, "GenericControlPlane", "foo", true),
+        ("KubeadmControlPlane", "foo", true),
+        true,
     );
-    let p = w.plan(Some("ns1"), &[]);
+    let p = plan_of(&w, Some("ns1"), &[]);
     assert_eq!(
         tree_lines(&p),
         [
             // The Cluster is a root although its class soft-owns it; the class is a shared root.
+            // Children are ordered by kind, then name.
             "Cluster ns1/foo",
-            "  GenericControlPlane ns1/foo",
+            "  DockerCluster ns1/foo",
+            "  DockerMachineTemplate ns1/foo-cp",
+            "  KubeadmControlPlane ns1/foo",
             "    Machine ns1/m1",
-            "      GenericBootstrapConfig ns1/m1",
+            "      DockerMachine ns1/m1",
+            "      KubeadmConfig ns1/m1",
             "        Secret ns1/m1",
-            "      GenericInfrastructureMachine ns1/m1",
             "    Secret ns1/foo-kubeconfig",
             "    Secret ns1/foo-sa",
-            "  GenericInfrastructureCluster ns1/foo",
-            "  GenericInfrastructureMachineTemplate ns1/foo-cp",
             "  Secret ns1/foo-ca",
             "ClusterClass classes/shared (kept)",
         ]

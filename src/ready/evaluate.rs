@@ -23,6 +23,16 @@ pub enum CheckStatus {
 }
 
 impl CheckStatus {
+    /// A failure when `fail`, else a warning: for findings whose weight depends on an option or
+    /// on a deliberate freeze.
+    pub fn fail_or_warn(fail: bool) -> CheckStatus {
+        if fail {
+            CheckStatus::Fail
+        } else {
+            CheckStatus::Warn
+        }
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             CheckStatus::Pass => "pass",
@@ -384,14 +394,9 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
                 .iter()
                 .find(|t| machine.condition(t).is_some_and(|c| !c.is_true()));
             if let Some(condition) = unhealthy {
-                let status = if options.strict {
-                    CheckStatus::Fail
-                } else {
-                    CheckStatus::Warn
-                };
                 checks.push(
                     "node-health",
-                    status,
+                    CheckStatus::fail_or_warn(options.strict),
                     &machine.reference,
                     format!("{} reports {condition}=False", name_of(&machine.reference)),
                 );
@@ -547,14 +552,10 @@ fn remediation(
             .filter(|m| m.condition("OwnerRemediated").is_some_and(|c| !c.is_true()))
             .collect();
         if mhc.unhealthy() > 0 || !marked.is_empty() {
-            let status = if mhc.paused_annotation {
-                CheckStatus::Warn
-            } else {
-                CheckStatus::Fail
-            };
             checks.push(
                 "remediation",
-                status,
+                // A frozen health check cannot remediate; it only warns.
+                CheckStatus::fail_or_warn(!mhc.paused_annotation),
                 &mhc.reference,
                 format!(
                     "{} holds {} Machine(s) unhealthy and remediation may delete and recreate Machines; wait for it to finish or freeze it with `kubectl capi pause`",

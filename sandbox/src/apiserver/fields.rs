@@ -12,7 +12,7 @@ pub type FieldPath = Vec<String>;
 pub type FieldSet = BTreeSet<FieldPath>;
 
 /// Metadata the server owns: never part of any manager's field set.
-const SYSTEM_METADATA: &[&str] = &[
+pub const SYSTEM_METADATA: &[&str] = &[
     "name",
     "namespace",
     "uid",

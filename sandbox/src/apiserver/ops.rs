@@ -7,7 +7,7 @@ use base64::Engine;
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
-use super::fields::{self, Scope, Writer};
+use super::fields::{self, SYSTEM_METADATA, Scope, Writer};
 use super::resources::{Flavor, ResKey, ResourceDef, default_crd};
 use super::status::{ApiError, ApiResult, Cause};
 use super::store::{ObjKey, State, owner_uids, uid_of};
@@ -300,22 +300,13 @@ fn check_stored_size(object: &Value) -> ApiResult<()> {
     Ok(())
 }
 
-const KNOWN_METADATA: &[&str] = &[
-    "name",
+/// Metadata a client may set; with the server's own ([`SYSTEM_METADATA`]) all that is known.
+const CLIENT_METADATA: &[&str] = &[
     "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
     "labels",
     "annotations",
     "ownerReferences",
     "finalizers",
-    "managedFields",
 ];
 
 /// Fields the server's schema does not know. Metadata is always checked; the top level only for
@@ -325,7 +316,11 @@ pub fn unknown_fields(def: &ResourceDef, object: &Value) -> Vec<String> {
         .as_object()
         .into_iter()
         .flatten()
-        .filter(|(k, _)| !KNOWN_METADATA.contains(&k.as_str()))
+        .filter(|(k, _)| {
+            ![SYSTEM_METADATA, CLIENT_METADATA]
+                .concat()
+                .contains(&k.as_str())
+        })
         .map(|(k, _)| format!("metadata.{k}"))
         .collect();
     let top: &[&str] = match def.flavor {

@@ -25,6 +25,41 @@ struct Cli {
     command: Command,
 }
 
+/// `up`'s settings.
+#[derive(clap::Args)]
+struct Up {
+    /// Where to write the kubeconfig (contexts sandbox-source and sandbox-target).
+    #[arg(long, default_value = "sandbox.kubeconfig")]
+    kubeconfig: PathBuf,
+    /// Workload clusters to create in the source (named workload-1, workload-2, …).
+    #[arg(long, default_value_t = 1)]
+    clusters: usize,
+    #[arg(long, default_value_t = 1)]
+    control_plane_replicas: i64,
+    /// Replicas of each cluster's MachineDeployment.
+    #[arg(long, default_value_t = 1)]
+    workers: i64,
+    #[arg(long, value_enum, default_value_t = Dialect::V1beta2)]
+    dialect: Dialect,
+    /// Provisioning step delay in milliseconds (default: seconds, like a slow cloud).
+    #[arg(long)]
+    delay_ms: Option<u64>,
+    /// Infrastructure clusters carry clusterctl's block-move annotation until paused.
+    #[arg(long)]
+    block_move: bool,
+}
+
+/// Where `scale` and `node` find a running sandbox: its kubeconfig, context and namespace.
+#[derive(clap::Args)]
+struct Running {
+    #[arg(long, default_value = "sandbox.kubeconfig")]
+    kubeconfig: PathBuf,
+    #[arg(long, default_value = SOURCE_CONTEXT)]
+    context: String,
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Serve one in-memory API server on 127.0.0.1 with the Cluster API CRDs and clusterctl's
@@ -49,35 +84,11 @@ enum Command {
     },
     /// Start a source and a target management cluster with simulated Cluster API controllers and
     /// one shared fake cloud, create workload clusters in the source, and run until Ctrl-C.
-    Up {
-        /// Where to write the kubeconfig (contexts sandbox-source and sandbox-target).
-        #[arg(long, default_value = "sandbox.kubeconfig")]
-        kubeconfig: PathBuf,
-        /// Workload clusters to create in the source (named workload-1, workload-2, …).
-        #[arg(long, default_value_t = 1)]
-        clusters: usize,
-        #[arg(long, default_value_t = 1)]
-        control_plane_replicas: i64,
-        /// Replicas of each cluster's MachineDeployment.
-        #[arg(long, default_value_t = 1)]
-        workers: i64,
-        #[arg(long, value_enum, default_value_t = Dialect::V1beta2)]
-        dialect: Dialect,
-        /// Provisioning step delay in milliseconds (default: seconds, like a slow cloud).
-        #[arg(long)]
-        delay_ms: Option<u64>,
-        /// Infrastructure clusters carry clusterctl's block-move annotation until paused.
-        #[arg(long)]
-        block_move: bool,
-    },
+    Up(Up),
     /// Scale a workload cluster's control plane and/or workers (from another terminal than `up`).
     Scale {
-        #[arg(long, default_value = "sandbox.kubeconfig")]
-        kubeconfig: PathBuf,
-        #[arg(long, default_value = SOURCE_CONTEXT)]
-        context: String,
-        #[arg(short = 'n', long, default_value = "default")]
-        namespace: String,
+        #[command(flatten)]
+        at: Running,
         /// The workload Cluster's name.
         #[arg(long)]
         cluster: String,
@@ -88,12 +99,8 @@ enum Command {
     },
     /// Make a Machine's node unhealthy (or healthy again), for MachineHealthCheck scenarios.
     Node {
-        #[arg(long, default_value = "sandbox.kubeconfig")]
-        kubeconfig: PathBuf,
-        #[arg(long, default_value = SOURCE_CONTEXT)]
-        context: String,
-        #[arg(short = 'n', long, default_value = "default")]
-        namespace: String,
+        #[command(flatten)]
+        at: Running,
         /// The Machine's name.
         #[arg(long)]
         machine: String,
@@ -170,13 +177,15 @@ async fn core_version(client: &kube::Client) -> anyhow::Result<&'static str> {
 }
 
 async fn up(
-    kubeconfig: PathBuf,
-    clusters: usize,
-    cp: i64,
-    workers: i64,
-    dialect: Dialect,
-    delay_ms: Option<u64>,
-    block_move: bool,
+    Up {
+        kubeconfig,
+        clusters,
+        control_plane_replicas,
+        workers,
+        dialect,
+        delay_ms,
+        block_move,
+    }: Up,
 ) -> anyhow::Result<()> {
     let delays = delay_ms.map(Delays::millis).unwrap_or_else(Delays::seconds);
     let mut options = Options::new(dialect, delays);
@@ -194,7 +203,7 @@ async fn up(
     let names: Vec<String> = (1..=clusters).map(|i| format!("workload-{i}")).collect();
     for name in &names {
         let mut workload = Workload::new("default", name);
-        workload.control_plane_replicas = cp;
+        workload.control_plane_replicas = control_plane_replicas;
         workload.workers = workers;
         workload.machine_deployment = workers > 0;
         env.create_workload(&workload).await?;
@@ -256,30 +265,14 @@ async fn main() -> anyhow::Result<()> {
             tokio::signal::ctrl_c().await?;
             Ok(())
         }
-        Command::Up {
-            kubeconfig,
-            clusters,
-            control_plane_replicas,
-            workers,
-            dialect,
-            delay_ms,
-            block_move,
-        } => {
-            up(
-                kubeconfig,
-                clusters,
-                control_plane_replicas,
-                workers,
-                dialect,
-                delay_ms,
-                block_move,
-            )
-            .await
-        }
+        Command::Up(settings) => up(settings).await,
         Command::Scale {
-            kubeconfig,
-            context,
-            namespace,
+            at:
+                Running {
+                    kubeconfig,
+                    context,
+                    namespace,
+                },
             cluster,
             control_plane,
             workers,
@@ -321,9 +314,12 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Node {
-            kubeconfig,
-            context,
-            namespace,
+            at:
+                Running {
+                    kubeconfig,
+                    context,
+                    namespace,
+                },
             machine,
             unhealthy,
             healthy,

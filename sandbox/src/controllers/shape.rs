@@ -91,19 +91,10 @@ impl Shape {
     /// did not change. Returns the status patch fragment (`conditions` or `v1beta2.conditions`).
     pub fn with_conditions(self, status: &Value, conds: &[Cond], now: &str) -> Value {
         let mut list = self.conditions(status);
-        for cond in conds {
-            let existing = list.iter().position(|c| c["type"] == cond.type_);
-            let transition = existing
-                .filter(|i| list[*i]["status"] == status_word(cond.status))
-                .map(|i| list[i]["lastTransitionTime"].clone())
-                .unwrap_or(json!(now));
-            let rendered = json!({"type": cond.type_, "status": status_word(cond.status), "reason": cond.reason,
-                "message": cond.message, "lastTransitionTime": transition});
-            match existing {
-                Some(i) => list[i] = rendered,
-                None => list.push(rendered),
-            }
-        }
+        merge_conditions(&mut list, conds, now, |cond, transition| {
+            json!({"type": cond.type_, "status": status_word(cond.status), "reason": cond.reason,
+                "message": cond.message, "lastTransitionTime": transition})
+        });
         if self.v2() {
             json!({"conditions": list})
         } else {
@@ -120,23 +111,15 @@ impl Shape {
             &status["conditions"]
         };
         let mut list = path.as_array().cloned().unwrap_or_default();
-        for cond in conds {
-            let existing = list.iter().position(|c| c["type"] == cond.type_);
-            let transition = existing
-                .filter(|i| list[*i]["status"] == status_word(cond.status))
-                .map(|i| list[i]["lastTransitionTime"].clone())
-                .unwrap_or(json!(now));
+        merge_conditions(&mut list, conds, now, |cond, transition| {
             let mut rendered = json!({"type": cond.type_, "status": status_word(cond.status), "lastTransitionTime": transition});
             if !cond.status {
                 rendered["severity"] = json!("Info");
                 rendered["reason"] = json!(cond.reason);
                 rendered["message"] = json!(cond.message);
             }
-            match existing {
-                Some(i) => list[i] = rendered,
-                None => list.push(rendered),
-            }
-        }
+            rendered
+        });
         if self.v2() {
             json!({"deprecated": {"v1beta1": {"conditions": list}}})
         } else {
@@ -170,4 +153,26 @@ pub fn changes(base: &Value, patch: &Value) -> bool {
     let mut merged = base.clone();
     merge(&mut merged, patch);
     merged != *base
+}
+
+/// Puts each condition into `list` (replacing one of its type), keeping lastTransitionTime when
+/// the status did not change; `render` writes a condition with its transition time.
+fn merge_conditions(
+    list: &mut Vec<Value>,
+    conds: &[Cond],
+    now: &str,
+    render: impl Fn(&Cond, Value) -> Value,
+) {
+    for cond in conds {
+        let existing = list.iter().position(|c| c["type"] == cond.type_);
+        let transition = existing
+            .filter(|i| list[*i]["status"] == status_word(cond.status))
+            .map(|i| list[i]["lastTransitionTime"].clone())
+            .unwrap_or(json!(now));
+        let rendered = render(cond, transition);
+        match existing {
+            Some(i) => list[i] = rendered,
+            None => list.push(rendered),
+        }
+    }
 }
