@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::kube::retry::NoAnswer;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{0}")]
@@ -35,13 +37,17 @@ pub enum Error {
     )]
     Forbidden { message: String },
     #[error(
+        "{url} does not look like a Kubernetes API server (it answered {answer}); check --context/--kubeconfig, or the kubeconfig's server address"
+    )]
+    NotKubernetes { url: String, answer: String },
+    #[error(
         "{url} serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with --context"
     )]
     CapiNotInstalled { url: String },
     #[error(
-        "request to the API server timed out after {0}; raise --request-timeout or check the cluster's health"
+        "the API server at {url} did not answer {after}; check that it is up and that --context/--kubeconfig point at it, or raise --request-timeout"
     )]
-    Timeout(String),
+    Timeout { url: String, after: String },
     #[error("{context}: {message}")]
     Api { context: String, message: String },
     #[error(
@@ -141,6 +147,18 @@ impl Error {
                 },
             };
         }
+        if let Some(NoAnswer { timeout, attempts }) =
+            sources(&error).into_iter().find_map(|e| e.downcast_ref())
+        {
+            let timeout = crate::cli::show_duration(*timeout);
+            return Error::Timeout {
+                url: url.to_string(),
+                after: match attempts {
+                    1 => format!("within {timeout}"),
+                    n => format!("within {timeout}, {n} times"),
+                },
+            };
+        }
         let messages: Vec<String> = sources(&error).iter().map(|e| e.to_string()).collect();
         let deepest = messages.last().cloned().unwrap_or_default();
         let kind = match &error {
@@ -152,7 +170,10 @@ impl Error {
                 url: url.to_string(),
                 reason: deepest,
             },
-            Some(Transport::Timeout) => Error::Timeout(deepest),
+            Some(Transport::Timeout) => Error::Timeout {
+                url: url.to_string(),
+                after: "in time (the connection timed out)".to_string(),
+            },
             Some(Transport::Unreachable) => Error::Unreachable {
                 url: url.to_string(),
                 reason: deepest,
@@ -183,7 +204,7 @@ mod tests {
         ));
         assert!(matches!(
             classify(service(io(std::io::ErrorKind::TimedOut, "slow"))),
-            Error::Timeout(_)
+            Error::Timeout { .. }
         ));
         // As hyper-rustls reports a bad certificate: io errors within io errors.
         let tls = std::io::Error::other(std::io::Error::new(

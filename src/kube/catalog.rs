@@ -11,6 +11,7 @@ use kube::api::{Api, ListParams};
 use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
 
 use super::connect::Cluster;
+use super::retry::transient;
 use crate::error::{Error, Result};
 
 pub const CAPI_GROUPS: &[&str] = &[
@@ -81,6 +82,24 @@ pub fn choose_version(served: &[String], storage: Option<&str>) -> Option<String
     sorted.into_iter().next()
 }
 
+/// What a server answered to discovery that no Kubernetes API server answers: a 404 (kube-apiserver
+/// serves `/api` and `/apis` to anyone allowed to connect), an error without a Status body, or a
+/// body that is not discovery JSON (an HTML page).
+fn not_kubernetes(error: &kube::Error) -> Option<String> {
+    match error {
+        kube::Error::Api(status) if status.code == 404 => Some(format!(
+            "404 Not Found to discovery{}",
+            if status.message.trim().is_empty() { ", with an empty body" } else { "" }
+        )),
+        kube::Error::Api(status) if status.reason == "Failed to parse error data" => Some(format!(
+            "{} without a Kubernetes Status",
+            status.code
+        )),
+        kube::Error::SerdeError(_) => Some("discovery with a body that is not Kubernetes JSON".into()),
+        _ => None,
+    }
+}
+
 impl Catalog {
     /// Aggregated discovery (falling back to legacy discovery) of the Cluster API groups, plus
     /// one LIST of CRDs for storage versions and contract labels when permitted.
@@ -91,11 +110,22 @@ impl Catalog {
             .await
         {
             Ok(d) => d,
+            // No answer at all: asking again another way would only wait again.
+            Err(e) if transient(&e) => {
+                return Err(cluster.api_error(e, "discovering the Cluster API kinds"));
+            }
+            // An older server without aggregated discovery, or not a Kubernetes server.
             Err(_) => Discovery::new(cluster.client.clone())
                 .filter(CAPI_GROUPS)
                 .run()
                 .await
-                .map_err(|e| cluster.api_error(e, "discovering the Cluster API kinds"))?,
+                .map_err(|e| match not_kubernetes(&e) {
+                    Some(answer) => Error::NotKubernetes {
+                        url: cluster.url.clone(),
+                        answer,
+                    },
+                    None => cluster.api_error(e, "discovering the Cluster API kinds"),
+                })?,
         };
         let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
         let (crd_list, crds_read) = match crds.list(&ListParams::default()).await {

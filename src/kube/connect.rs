@@ -2,7 +2,7 @@
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
-use super::retry::{RetrySettings, retrying};
+use super::retry::{DEFAULT_REQUEST_TIMEOUT, RetrySettings, retrying};
 use crate::error::{Error, Result};
 use crate::settings::Connection;
 
@@ -106,11 +106,13 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
     if connection.insecure_skip_tls_verify {
         config.accept_invalid_certs = true;
     }
-    if let Some(timeout) = connection.request_timeout {
-        config.connect_timeout = Some(timeout);
-        config.read_timeout = Some(timeout);
-        config.write_timeout = Some(timeout);
-    }
+    // Each attempt waits at most the request timeout for an answer (the retry layer bounds it);
+    // reads of a body keep kube's own long timeout, so that quiet watches stay open.
+    let request_timeout = connection
+        .request_timeout
+        .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+    config.connect_timeout = Some(request_timeout);
+    config.write_timeout = Some(request_timeout);
     if let Some(user) = &connection.as_user {
         config.auth_info.impersonate = Some(user.clone());
     }
@@ -136,6 +138,7 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
             client,
             RetrySettings {
                 log_requests: connection.log_requests,
+                request_timeout,
                 base_url: url.as_str().into(),
                 ..RetrySettings::default()
             },

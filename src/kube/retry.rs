@@ -6,6 +6,11 @@
 //! sending the same precondition again cannot succeed, so the caller gets the answer and re-reads.
 //! Everything else — validation errors included — returns at once.
 //!
+//! Each attempt waits at most the request timeout for the answer's headers (`--request-timeout`,
+//! else [`DEFAULT_REQUEST_TIMEOUT`]), and all attempts of a request together stay within twice
+//! that: a server that accepts connections but never answers fails in about twice the timeout,
+//! not after every attempt has waited in full.
+//!
 //! Writes are safe to repeat here because move's writes are idempotent at the operation level:
 //! a repeated create answers AlreadyExists, a repeated DELETE NotFound, a merge patch converges.
 
@@ -18,11 +23,18 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use kube::client::Body;
 
+/// How long one attempt waits for an answer when `--request-timeout` is not given. kubectl waits
+/// forever but never retries; this layer retries, so each attempt needs a bound.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How hard to try.
 #[derive(Debug, Clone)]
 pub struct RetrySettings {
     /// Attempts in all, the first included.
     pub attempts: u32,
+    /// How long one attempt waits for the answer's headers; all attempts of a request together
+    /// stop once twice this has passed.
+    pub request_timeout: Duration,
     /// First backoff; doubled per attempt, with jitter, up to `max_backoff`.
     pub backoff: Duration,
     pub max_backoff: Duration,
@@ -38,6 +50,7 @@ impl Default for RetrySettings {
     fn default() -> Self {
         RetrySettings {
             attempts: 6,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(5),
             max_retry_after: Duration::from_secs(60),
@@ -57,6 +70,15 @@ impl RetrySettings {
             .min(self.max_backoff);
         base.mul_f64(0.75 + fastrand::f64() * 0.5)
     }
+}
+
+/// An attempt that got no answer within the request timeout (carried in a `kube::Error::Service`
+/// so that the user's message can name the timeout).
+#[derive(Debug, thiserror::Error)]
+#[error("no answer within {} ({attempts} attempt(s))", crate::cli::show_duration(*.timeout))]
+pub struct NoAnswer {
+    pub timeout: Duration,
+    pub attempts: u32,
 }
 
 /// What to do with an answer.
@@ -108,7 +130,7 @@ pub fn carries_precondition(body: &[u8]) -> bool {
 }
 
 /// Errors below the HTTP answer (connection refused, reset, dropped, timed out) are transient.
-fn transient(error: &kube::Error) -> bool {
+pub fn transient(error: &kube::Error) -> bool {
     matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_))
 }
 
@@ -132,8 +154,19 @@ pub async fn send(
     settings: &RetrySettings,
 ) -> Result<Response<Body>, kube::Error> {
     let mut attempt = 1;
+    let deadline = tokio::time::Instant::now() + settings.request_timeout.saturating_mul(2);
+    let within = |delay: Duration| tokio::time::Instant::now() + delay < deadline;
+    let attempt_once = |request: Request<Body>, attempts: u32| async move {
+        match tokio::time::timeout(settings.request_timeout, client.send(request)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(kube::Error::Service(Box::new(NoAnswer {
+                timeout: settings.request_timeout,
+                attempts,
+            }))),
+        }
+    };
     loop {
-        let spare = if attempt < settings.attempts {
+        let spare = if attempt < settings.attempts && within(Duration::ZERO) {
             clone_request(&request)
         } else {
             None
@@ -159,14 +192,15 @@ pub async fn send(
             }
         };
         let Some(spare) = spare else {
-            let answer = client.send(request).await;
+            let answer = attempt_once(request, attempt).await;
             log(&answer);
             return answer;
         };
-        let answer = client.send(request).await;
+        let answer = attempt_once(request, attempt).await;
         log(&answer);
+        let backoff = settings.backoff(attempt);
         let delay = match answer {
-            Err(e) if transient(&e) => settings.backoff(attempt),
+            Err(e) if transient(&e) && within(backoff) => backoff,
             Err(e) => return Err(e),
             Ok(response) => {
                 let retry_after = response
@@ -175,8 +209,10 @@ pub async fn send(
                     .and_then(|v| v.to_str().ok());
                 match classify(response.status(), retry_after, settings) {
                     Verdict::Done => return Ok(response),
-                    Verdict::RetryAfter(delay) => delay,
-                    Verdict::Backoff => settings.backoff(attempt),
+                    Verdict::RetryAfter(delay) if within(delay) => delay,
+                    Verdict::Backoff if within(backoff) => backoff,
+                    // Out of time: the last answer is the answer.
+                    Verdict::RetryAfter(_) | Verdict::Backoff => return Ok(response),
                     Verdict::Inspect409 => {
                         let (parts, body) = response.into_parts();
                         let bytes = body
@@ -195,7 +231,10 @@ pub async fn send(
                         if carries_precondition(&sent) {
                             return Ok(Response::from_parts(parts, Body::from(bytes)));
                         }
-                        tokio::time::sleep(settings.backoff(attempt)).await;
+                        if !within(backoff) {
+                            return Ok(Response::from_parts(parts, Body::from(bytes)));
+                        }
+                        tokio::time::sleep(backoff).await;
                         request = Request::from_parts(spare_parts, Body::from(sent));
                         attempt += 1;
                         continue;

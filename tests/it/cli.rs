@@ -234,3 +234,79 @@ fn a_closed_stdout_ends_the_command_quietly() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A listener that accepts connections and never answers: a hung API server.
+async fn hung_server() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (url, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_fails_after_two_bounded_attempts() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    let (url, _server) = hung_server().await;
+    let hung = sandbox.kubeconfig_with("hung", |e| e.server = url.clone());
+    let output = run_plugin(Some(&hung), &["ready", "--request-timeout", "1s"]).await;
+    assert_one_line_error(
+        &output,
+        &format!("the API server at {url} did not answer within 1s, 2 times; check that it is up"),
+    );
+    assert_eq!(output.stderr.matches("1s").count(), 1, "the timeout is named once");
+    // Each attempt is logged at -v 6: two, then the command gives up.
+    let logged = run_plugin(Some(&hung), &["ready", "--request-timeout", "1s", "-v", "6"]).await;
+    assert_eq!(logged.code, 2, "{}", logged.stderr);
+    let attempts: Vec<&str> = logged.stderr.lines().filter(|l| l.starts_with("GET ")).collect();
+    assert_eq!(attempts.len(), 2, "{}", logged.stderr);
+}
+
+/// A server that answers every request with the same raw HTTP response.
+async fn answering(response: &'static str) -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                while let Ok(n) = socket.read(&mut buffer).await {
+                    if n == 0 || socket.write_all(response.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (url, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_is_not_kubernetes_is_named_as_such() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    for (response, answer) in [
+        (
+            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+            "it answered 404 Not Found to discovery, with an empty body",
+        ),
+        (
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 27\r\n\r\n<html><body>hi</body></html",
+            "it answered discovery with a body that is not Kubernetes JSON",
+        ),
+    ] {
+        let (url, _server) = answering(response).await;
+        let other = sandbox.kubeconfig_with("other", |e| e.server = url.clone());
+        for command in [&["ready"][..], &["version"], &["move", "--dry-run=client"]] {
+            let output = run_plugin(Some(&other), command).await;
+            assert_one_line_error(
+                &output,
+                &format!("{url} does not look like a Kubernetes API server ({answer}); check --context/--kubeconfig"),
+            );
+        }
+    }
+}
