@@ -48,6 +48,14 @@ pub enum Error {
         "the API server at {url} did not answer {after}; check that it is up and that --context/--kubeconfig point at it, or raise --request-timeout"
     )]
     Timeout { url: String, after: String },
+    #[error(
+        "lost the API server at {url}: its watches could not be re-established for {after} ({reason}); check that it is up, then run the command again"
+    )]
+    LostServer {
+        url: String,
+        after: String,
+        reason: String,
+    },
     #[error("{context}: {message}")]
     Api { context: String, message: String },
     #[error(

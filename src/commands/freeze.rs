@@ -54,7 +54,7 @@ async fn wait_acknowledged(
     outcomes: &mut [Outcome],
     mode: Mode,
     timeout: Duration,
-) -> bool {
+) -> Result<bool> {
     let wanted = mode == Mode::Freeze;
     let waited = until(verbose, cluster, catalog, fetch, timeout, |snapshot| {
         let mut all = true;
@@ -87,7 +87,7 @@ async fn wait_acknowledged(
         }
         (all, states)
     })
-    .await;
+    .await?;
     let (done, states) = match waited {
         Waited::Done(s) => (true, s),
         Waited::TimedOut(s) => (false, s),
@@ -95,7 +95,7 @@ async fn wait_acknowledged(
     for (outcome, state) in outcomes.iter_mut().zip(states) {
         outcome.acknowledged = state.map(|s| s == wanted);
     }
-    done
+    Ok(done)
 }
 
 pub async fn run(
@@ -197,7 +197,7 @@ pub async fn run(
             mode,
             timeout,
         )
-        .await
+        .await?
         {
             printer.warn(&format!(
                 "timed out after {} waiting for the controllers to acknowledge",

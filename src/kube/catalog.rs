@@ -89,13 +89,18 @@ fn not_kubernetes(error: &kube::Error) -> Option<String> {
     match error {
         kube::Error::Api(status) if status.code == 404 => Some(format!(
             "404 Not Found to discovery{}",
-            if status.message.trim().is_empty() { ", with an empty body" } else { "" }
+            if status.message.trim().is_empty() {
+                ", with an empty body"
+            } else {
+                ""
+            }
         )),
-        kube::Error::Api(status) if status.reason == "Failed to parse error data" => Some(format!(
-            "{} without a Kubernetes Status",
-            status.code
-        )),
-        kube::Error::SerdeError(_) => Some("discovery with a body that is not Kubernetes JSON".into()),
+        kube::Error::Api(status) if status.reason == "Failed to parse error data" => {
+            Some(format!("{} without a Kubernetes Status", status.code))
+        }
+        kube::Error::SerdeError(_) => {
+            Some("discovery with a body that is not Kubernetes JSON".into())
+        }
         _ => None,
     }
 }

@@ -22,6 +22,8 @@ pub struct Cluster {
     pub identity: String,
     /// The kubeconfig context used (`--context`, else the current one), for messages.
     pub context: String,
+    /// How long one request may wait for an answer; also how long a watch may stay broken.
+    pub request_timeout: std::time::Duration,
 }
 
 impl Cluster {
@@ -34,6 +36,7 @@ impl Cluster {
             url: url.to_string(),
             identity: "unknown".into(),
             context: url.to_string(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 
@@ -147,5 +150,6 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         default_namespace,
         identity,
         context: context_name.unwrap_or_default(),
+        request_timeout,
     })
 }

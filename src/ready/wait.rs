@@ -34,7 +34,7 @@ pub async fn wait(
         }
         (report.ready, report)
     })
-    .await;
+    .await?;
     Ok(match waited {
         Waited::Done(report) => Outcome::Ready(report),
         Waited::TimedOut(report) => Outcome::TimedOut(report),

@@ -1,7 +1,9 @@
 //! Watch every kind of a selection (kube-runtime reflectors) and re-evaluate on each change until
 //! a condition holds — no sleep-polling. `ready --wait` and `pause/resume --wait` use it.
+//! A watch that cannot be re-established for longer than the request timeout means the API
+//! server is gone: the wait ends with an error instead of spinning until its timeout.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use kube::api::DynamicObject;
@@ -10,6 +12,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
 
 use super::{Fetch, KindKey, Snapshot, list_api, with_types};
+use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::output::Printer;
 
@@ -18,7 +21,8 @@ pub enum Waited<T> {
     TimedOut(T),
 }
 
-/// Evaluates `evaluate` on a fresh snapshot after every change; returns when it says done.
+/// Evaluates `evaluate` on a fresh snapshot after every change; returns when it says done, or
+/// an error when the server is lost.
 pub async fn until<T>(
     verbose: bool,
     cluster: &Cluster,
@@ -27,8 +31,10 @@ pub async fn until<T>(
     fetch: &Fetch,
     timeout: Duration,
     mut evaluate: impl FnMut(&Snapshot) -> (bool, T),
-) -> Waited<T> {
+) -> Result<Waited<T>> {
     let (tick_tx, mut ticks) = mpsc::channel::<()>(1);
+    let (lost_tx, mut lost) = mpsc::channel::<String>(1);
+    let patience = cluster.request_timeout;
     let mut stores: Vec<(KindKey, Store<DynamicObject>)> = Vec::new();
     let mut tasks = Vec::new();
     for key in &fetch.kinds {
@@ -53,16 +59,27 @@ pub async fn until<T>(
             .map_ok(move |e| e.modify(|o| *o = with_types(o.clone(), &resource)));
         let stream = reflector::reflector(writer, events);
         let tx = tick_tx.clone();
+        let lost_tx = lost_tx.clone();
         let kind = key.1.clone();
         tasks.push(tokio::spawn(async move {
             let mut stream = stream.boxed();
+            let mut failing_since: Option<Instant> = None;
             while let Some(event) = stream.next().await {
                 match event {
                     Ok(_) => {
+                        failing_since = None;
                         let _ = tx.try_send(());
                     }
-                    Err(error) if verbose => Printer::log(&format!("watching {kind}: {error}")),
-                    Err(_) => {}
+                    Err(error) => {
+                        if verbose {
+                            Printer::log(&format!("watching {kind}: {error}"));
+                        }
+                        let since = *failing_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() > patience {
+                            let _ = lost_tx.try_send(error.to_string());
+                            return;
+                        }
+                    }
                 }
                 // Never monopolise a worker, whatever the stream does.
                 tokio::task::yield_now().await;
@@ -75,7 +92,7 @@ pub async fn until<T>(
     };
     let deadline = tokio::time::Instant::now() + timeout;
     let mut last = None;
-    let result = tokio::time::timeout_at(deadline, async {
+    let evaluating = tokio::time::timeout_at(deadline, async {
         for (_, store) in &stores {
             let _ = store.wait_until_ready().await;
         }
@@ -89,13 +106,23 @@ pub async fn until<T>(
                 return last.take().expect("set above");
             }
         }
-    })
-    .await;
+    });
+    let result = tokio::select! {
+        result = evaluating => Ok(result),
+        Some(reason) = lost.recv() => Err(reason),
+    };
     for task in tasks {
         task.abort();
     }
     match result {
-        Ok(value) => Waited::Done(value),
-        Err(_) => Waited::TimedOut(last.unwrap_or_else(|| evaluate(&snapshot_of(&stores)).1)),
+        Ok(Ok(value)) => Ok(Waited::Done(value)),
+        Ok(Err(_)) => Ok(Waited::TimedOut(
+            last.unwrap_or_else(|| evaluate(&snapshot_of(&stores)).1),
+        )),
+        Err(reason) => Err(Error::LostServer {
+            url: cluster.url.clone(),
+            after: crate::cli::show_duration(patience),
+            reason,
+        }),
     }
 }

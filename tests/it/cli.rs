@@ -258,11 +258,23 @@ async fn a_server_that_never_answers_fails_after_two_bounded_attempts() {
         &output,
         &format!("the API server at {url} did not answer within 1s, 2 times; check that it is up"),
     );
-    assert_eq!(output.stderr.matches("1s").count(), 1, "the timeout is named once");
+    assert_eq!(
+        output.stderr.matches("1s").count(),
+        1,
+        "the timeout is named once"
+    );
     // Each attempt is logged at -v 6: two, then the command gives up.
-    let logged = run_plugin(Some(&hung), &["ready", "--request-timeout", "1s", "-v", "6"]).await;
+    let logged = run_plugin(
+        Some(&hung),
+        &["ready", "--request-timeout", "1s", "-v", "6"],
+    )
+    .await;
     assert_eq!(logged.code, 2, "{}", logged.stderr);
-    let attempts: Vec<&str> = logged.stderr.lines().filter(|l| l.starts_with("GET ")).collect();
+    let attempts: Vec<&str> = logged
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("GET "))
+        .collect();
     assert_eq!(attempts.len(), 2, "{}", logged.stderr);
 }
 
@@ -305,7 +317,9 @@ async fn a_server_that_is_not_kubernetes_is_named_as_such() {
             let output = run_plugin(Some(&other), command).await;
             assert_one_line_error(
                 &output,
-                &format!("{url} does not look like a Kubernetes API server ({answer}); check --context/--kubeconfig"),
+                &format!(
+                    "{url} does not look like a Kubernetes API server ({answer}); check --context/--kubeconfig"
+                ),
             );
         }
     }

@@ -474,3 +474,52 @@ async fn ctrl_c_interrupts_wait_with_exit_code_130() {
     );
     assert!(String::from_utf8_lossy(&output.stderr).contains("interrupted"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_ends_with_exit_2_when_the_api_server_is_lost() {
+    let Sandbox {
+        server,
+        serving,
+        kubeconfig,
+        dir: _dir,
+    } = golden_sandbox().await;
+    let child = crate::common::plugin_command(
+        Some(&kubeconfig),
+        &[
+            "ready",
+            "-n",
+            "golden",
+            "--wait",
+            "--timeout",
+            "10m",
+            "--request-timeout",
+            "1s",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    // Once the plugin watches, the server goes away.
+    let watching = || server.requests().iter().any(|r| r.verb == "watch");
+    for _ in 0..400 {
+        if watching() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(watching(), "the plugin started its watches");
+    let url = serving.url.clone();
+    drop(serving);
+    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("the wait ends long before its own timeout")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(&format!(
+            "error: lost the API server at {url}: its watches could not be re-established for 1s"
+        )),
+        "{stderr}"
+    );
+}
