@@ -11,6 +11,11 @@ pub enum Error {
     #[error("kubeconfig {} not found; pass an existing file with --kubeconfig or set KUBECONFIG", .0.display())]
     KubeconfigMissing(PathBuf),
     #[error(
+        "none of the files KUBECONFIG lists exists ({}); set KUBECONFIG to an existing kubeconfig or pass --kubeconfig",
+        .0.join(", ")
+    )]
+    KubeconfigsMissing(Vec<String>),
+    #[error(
         "no kubeconfig found (KUBECONFIG is unset and ~/.kube/config does not exist); pass --kubeconfig PATH"
     )]
     NoKubeconfig,
@@ -20,6 +25,8 @@ pub enum Error {
     UnknownContext(String),
     #[error("kubeconfig is not usable: {0}; fix the file or pass another with --kubeconfig")]
     Kubeconfig(String),
+    #[error("{0}; fix the kubeconfig or pass another with --kubeconfig")]
+    KubeconfigSyntax(String),
     #[error(
         "cannot reach the Kubernetes API server at {url}: {reason}; check --context/--kubeconfig and that the cluster is up"
     )]
@@ -82,6 +89,21 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A YAML error as `file:line:column: problem`, without the code frame the parser draws.
+pub fn yaml_problem(path: &std::path::Path, error: &serde_saphyr::Error) -> String {
+    let message = error.without_snippet().to_string();
+    match error.location() {
+        Some(at) => {
+            let (line, column) = (at.line(), at.column());
+            let message = message
+                .strip_suffix(&format!(" at line {line}, column {column}"))
+                .unwrap_or(&message);
+            format!("{}:{line}:{column}: {message}", path.display())
+        }
+        None => format!("{}: {message}", path.display()),
+    }
+}
 
 /// The errors of a chain, outermost first — also those an `io::Error` wraps, which its
 /// `source()` skips.
@@ -200,6 +222,15 @@ mod tests {
 
     fn service(error: impl std::error::Error + Send + Sync + 'static) -> kube::Error {
         kube::Error::Service(Box::new(error))
+    }
+
+    #[test]
+    fn yaml_problems_are_one_line_with_file_line_and_column() {
+        let error = serde_saphyr::from_str::<serde_json::Value>("a: 1\nb: [oops\n").unwrap_err();
+        assert_eq!(
+            yaml_problem(std::path::Path::new("f.yaml"), &error),
+            "f.yaml:2:4: unclosed bracket '['"
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! kubeconfig + kubectl flags → a kube client, the way kubectl resolves them.
 
+use std::path::{Path, PathBuf};
+
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
 use super::retry::{DEFAULT_REQUEST_TIMEOUT, RetrySettings, retrying};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, yaml_problem};
 use crate::settings::Connection;
 
 /// What the plugin's requests say they are (and the field manager servers derive from it).
@@ -51,28 +53,66 @@ impl Cluster {
     }
 }
 
-fn kubeconfig_error(error: KubeconfigError) -> Error {
-    match error {
+/// `path`'s kubeconfig error, one line.
+fn kubeconfig_error(path: &Path) -> impl Fn(KubeconfigError) -> Error + '_ {
+    move |error| match error {
         KubeconfigError::FindPath => Error::NoKubeconfig,
         KubeconfigError::ReadConfig(io, path) if io.kind() == std::io::ErrorKind::NotFound => {
             Error::KubeconfigMissing(path)
         }
-        other => Error::Kubeconfig(other.to_string()),
+        KubeconfigError::Parse(yaml) => Error::KubeconfigSyntax(yaml_problem(path, &yaml)),
+        other => Error::Kubeconfig(format!("{}: {other}", path.display())),
     }
+}
+
+/// The kubeconfig files to read, as kubectl chooses them: `--kubeconfig`; else those `KUBECONFIG`
+/// lists that exist (empty entries and missing files are skipped; an error only when none
+/// exists); else `~/.kube/config`.
+fn kubeconfig_paths(flag: Option<&Path>) -> Result<Vec<PathBuf>> {
+    if let Some(path) = flag {
+        return match path.exists() {
+            true => Ok(vec![path.to_path_buf()]),
+            false => Err(Error::KubeconfigMissing(path.to_path_buf())),
+        };
+    }
+    let listed: Vec<PathBuf> = std::env::var_os("KUBECONFIG")
+        .map(|value| std::env::split_paths(&value).collect())
+        .unwrap_or_default();
+    let listed: Vec<PathBuf> = listed
+        .into_iter()
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect();
+    if listed.is_empty() {
+        let home = std::env::var_os("HOME").ok_or(Error::NoKubeconfig)?;
+        let default = PathBuf::from(home).join(".kube").join("config");
+        return match default.exists() {
+            true => Ok(vec![default]),
+            false => Err(Error::NoKubeconfig),
+        };
+    }
+    let existing: Vec<PathBuf> = listed.iter().filter(|p| p.exists()).cloned().collect();
+    if existing.is_empty() {
+        return Err(Error::KubeconfigsMissing(
+            listed.iter().map(|p| p.display().to_string()).collect(),
+        ));
+    }
+    Ok(existing)
+}
+
+/// The kubeconfig files, merged as kubectl merges them (the first to set a value wins).
+fn read_kubeconfig(flag: Option<&Path>) -> Result<Kubeconfig> {
+    let mut merged = Kubeconfig::default();
+    for path in kubeconfig_paths(flag)? {
+        let next = Kubeconfig::read_from(&path).map_err(kubeconfig_error(&path))?;
+        merged = merged.merge(next).map_err(kubeconfig_error(&path))?;
+    }
+    Ok(merged)
 }
 
 /// Reads the kubeconfig (`--kubeconfig`, else `KUBECONFIG` merged like kubectl, else
 /// `~/.kube/config`) and builds a client with the connection flags applied.
 pub async fn connect(connection: &Connection) -> Result<Cluster> {
-    let kubeconfig = match &connection.kubeconfig {
-        Some(path) => {
-            if !path.exists() {
-                return Err(Error::KubeconfigMissing(path.clone()));
-            }
-            Kubeconfig::read_from(path).map_err(kubeconfig_error)?
-        }
-        None => Kubeconfig::read().map_err(kubeconfig_error)?,
-    };
+    let kubeconfig = read_kubeconfig(connection.kubeconfig.as_deref())?;
     if let Some(context) = &connection.context
         && !kubeconfig.contexts.iter().any(|c| &c.name == context)
     {
@@ -97,7 +137,7 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         .await
         .map_err(|e| match e {
             KubeconfigError::LoadContext(name) => Error::UnknownContext(name),
-            other => kubeconfig_error(other),
+            other => Error::Kubeconfig(other.to_string()),
         })?;
     // Exactly one retry layer, the plugin's own: kube's would retry some statuses itself.
     config.default_retry = false;

@@ -19,7 +19,7 @@ use super::progress::{Progress, Silent};
 use super::requests::{DEFAULT_CONCURRENCY, Destination};
 use super::run::Source;
 use super::stop::Stop;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, yaml_problem};
 
 pub fn file_name(object: &DynamicObject) -> String {
     let kind = object
@@ -134,14 +134,16 @@ pub fn read(directory: &Path, types: &[MoveType]) -> Result<(TypedObjects, MoveP
     for path in paths {
         let text = std::fs::read_to_string(&path)
             .map_err(io_error(format!("reading {}", path.display())))?;
-        let object: DynamicObject = serde_json::from_str(&text)
-            .or_else(|_| serde_saphyr::from_str(&text).map_err(|e| e.to_string()))
-            .map_err(|e| {
+        // Backups are written as JSON; YAML (JSON's superset) is accepted, and places errors.
+        let object: DynamicObject = match serde_json::from_str(&text) {
+            Ok(object) => object,
+            Err(_) => serde_saphyr::from_str(&text).map_err(|e| {
                 Error::Usage(format!(
-                    "{} is not a Kubernetes object: {e}",
-                    path.display()
+                    "{}; a backup file holds one Kubernetes object — fix or remove it",
+                    yaml_problem(&path, &e)
                 ))
-            })?;
+            })?,
+        };
         let Some(meta) = object.types.as_ref() else {
             return Err(Error::Usage(format!(
                 "{} has no apiVersion/kind",

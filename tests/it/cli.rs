@@ -324,3 +324,68 @@ async fn a_server_that_is_not_kubernetes_is_named_as_such() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeconfig_lists_and_yaml_errors_are_read_as_kubectl_reads_them() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    let missing = sandbox.dir.path().join("missing");
+    let listed = std::env::join_paths([&sandbox.kubeconfig, &missing]).unwrap();
+    // A missing file in KUBECONFIG is skipped, as kubectl skips it.
+    let mut command = crate::common::plugin_command(None, &["version", "-o", "json"]);
+    let output = command.env("KUBECONFIG", &listed).output().await.unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // None of them exists: one line naming them all.
+    let none = std::env::join_paths([&missing, &sandbox.dir.path().join("gone")]).unwrap();
+    let mut command = crate::common::plugin_command(None, &["version"]);
+    let output = command.env("KUBECONFIG", &none).output().await.unwrap();
+    let output = Output {
+        code: output.status.code().unwrap(),
+        stdout: String::from_utf8_lossy(&output.stdout).into(),
+        stderr: String::from_utf8_lossy(&output.stderr).into(),
+    };
+    assert_one_line_error(
+        &output,
+        &format!(
+            "none of the files KUBECONFIG lists exists ({}, ",
+            missing.display()
+        ),
+    );
+    // A YAML error: file, line and column, no code frame.
+    let broken = sandbox.dir.path().join("broken");
+    std::fs::write(
+        &broken,
+        "apiVersion: v1\nkind: Config\nclusters:\n  - name: [oops\n",
+    )
+    .unwrap();
+    assert_one_line_error(
+        &run_plugin(Some(&broken), &["version"]).await,
+        &format!(
+            "error: {}:4:11: expected string scalar; fix the kubeconfig or pass another with --kubeconfig",
+            broken.display()
+        ),
+    );
+    // The same for a backup file.
+    let backup = sandbox.dir.path().join("backup");
+    std::fs::create_dir(&backup).unwrap();
+    std::fs::write(
+        backup.join("Cluster_ns1_foo.yaml"),
+        "kind: Cluster\nmetadata: {name: [x\n",
+    )
+    .unwrap();
+    let restore = sandbox
+        .plugin(&["move", "--from-directory", backup.to_str().unwrap()])
+        .await;
+    assert_one_line_error(
+        &restore,
+        &format!(
+            "error: {}:2:18: expected string scalar; a backup file holds one Kubernetes object — fix or remove it",
+            backup.join("Cluster_ns1_foo.yaml").display()
+        ),
+    );
+    assert!(sandbox.server.mutations().is_empty());
+}
