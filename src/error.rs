@@ -90,6 +90,49 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Reads that were forbidden, collected so that one error names every missing read permission
+/// (as the move's write-permission preflight names every missing write) instead of the first.
+#[derive(Default)]
+pub struct Denials {
+    /// `(resource.group, the server's message)` of each forbidden read.
+    forbidden: Vec<(String, String)>,
+}
+
+impl Denials {
+    /// The answer of reading `resource` (`plural.group`); a 403 is noted and read as nothing, so
+    /// that the next read still runs.
+    pub fn note<T: Default>(&mut self, resource: &str, read: Result<T>) -> Result<T> {
+        match read {
+            Err(Error::Forbidden { message }) => {
+                self.forbidden.push((resource.to_string(), message));
+                Ok(T::default())
+            }
+            other => other,
+        }
+    }
+
+    /// An error naming every forbidden read, if there was one: the server's own words for one,
+    /// the list of resources for several.
+    pub fn check(self) -> Result<()> {
+        match self.forbidden.as_slice() {
+            [] => Ok(()),
+            [(_, message)] => Err(Error::Forbidden {
+                message: message.clone(),
+            }),
+            many => Err(Error::Forbidden {
+                message: format!(
+                    "the API server forbids listing {} resources this command reads: {}",
+                    many.len(),
+                    many.iter()
+                        .map(|(r, _)| r.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }),
+        }
+    }
+}
+
 /// A YAML error as `file:line:column: problem`, without the code frame the parser draws.
 pub fn yaml_problem(path: &std::path::Path, error: &serde_saphyr::Error) -> String {
     let message = error.without_snippet().to_string();

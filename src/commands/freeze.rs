@@ -135,15 +135,8 @@ pub async fn run(
         cluster_selector: settings.scope.selector.clone(),
         page_size: PAGE_SIZE,
     };
-    let listed = Snapshot::fetch_with(
-        &cluster,
-        &catalog,
-        &Fetch {
-            kinds: vec![key(CORE_GROUP, "Cluster")],
-            ..fetch.clone()
-        },
-    )
-    .await?;
+    // Every kind at once, so that a user missing read permissions hears of all of them.
+    let listed = Snapshot::fetch_with(&cluster, &catalog, &fetch).await?;
     let (found, missing) = model::select_by_name(
         listed.of_kind(CORE_GROUP, "Cluster"),
         &selection.clusters,
@@ -172,7 +165,7 @@ pub async fn run(
         dry_run,
         marker: apply::marker(&cluster.identity, reason, &time),
     };
-    let mut outcomes = apply::run(&cluster, &catalog, &fetch, &request).await?;
+    let mut outcomes = apply::run(&cluster, &catalog, &fetch, &request, listed).await?;
 
     let mut status = ExitStatus::Success;
     if selection.wait && dry_run == DryRun::None {

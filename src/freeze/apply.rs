@@ -148,11 +148,17 @@ pub async fn run(
     catalog: &Catalog,
     fetch: &Fetch,
     request: &Request,
+    listed: Snapshot,
 ) -> Result<Vec<Outcome>> {
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut seen: BTreeSet<ObjectRef> = BTreeSet::new();
+    let mut listed = Some(listed);
     for pass in 0..MAX_PASSES {
-        let snapshot = Snapshot::fetch_with(cluster, catalog, fetch).await?;
+        // The first pass works on what the command listed; later ones list again.
+        let snapshot = match listed.take() {
+            Some(snapshot) => snapshot,
+            None => Snapshot::fetch_with(cluster, catalog, fetch).await?,
+        };
         let mut wrote = false;
         for (namespace, name) in &request.clusters {
             for target in targets(&snapshot, namespace, name, request.keep_remediation) {

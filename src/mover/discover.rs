@@ -10,11 +10,11 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
 use super::graph::{TypeInfo, TypedObjects};
-use crate::error::Result;
-use crate::kube::Cluster;
+use crate::error::{Denials, Error, Result};
+use crate::kube::{Catalog, Cluster};
 use crate::model::{ClusterClassView, ClusterView};
 use crate::names::{CLUSTERCTL_LABEL, CORE_GROUP};
-use crate::snapshot::{ListScope, PAGE_SIZE, with_types};
+use crate::snapshot::{ListScope, PAGE_SIZE, list_all, qualified, with_types};
 
 /// A kind move reads and writes, with the resource to do it at its storage version.
 #[derive(Debug, Clone)]
@@ -27,7 +27,7 @@ pub struct MoveType {
 
 pub async fn move_types(cluster: &Cluster) -> Result<Vec<MoveType>> {
     let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
-    let list = crds
+    let listed = crds
         .list(&ListParams::default().labels(CLUSTERCTL_LABEL))
         .await
         .map_err(|e| {
@@ -35,7 +35,13 @@ pub async fn move_types(cluster: &Cluster) -> Result<Vec<MoveType>> {
                 e,
                 "listing CustomResourceDefinitions labelled clusterctl.cluster.x-k8s.io",
             )
-        })?;
+        });
+    let list = match listed {
+        Err(Error::Forbidden { message }) => {
+            return Err(every_forbidden_read(cluster, message).await);
+        }
+        other => other?,
+    };
     let mut types = Vec::new();
     for crd in list.items {
         let spec = &crd.spec;
@@ -71,25 +77,43 @@ pub async fn move_types(cluster: &Cluster) -> Result<Vec<MoveType>> {
     Ok(types)
 }
 
-async fn list_all(
-    cluster: &Cluster,
-    api: Api<DynamicObject>,
-    resource: &ApiResource,
-) -> Result<Vec<DynamicObject>> {
-    let mut params = ListParams::default().limit(PAGE_SIZE);
-    let mut out = Vec::new();
-    loop {
-        let page = api
-            .list(&params)
+/// The move cannot know its kinds without the CRDs; so that the user hears of every missing read
+/// permission at once, each Cluster API kind the server serves (and Secrets, ConfigMaps) is tried
+/// with a one-object LIST.
+async fn every_forbidden_read(cluster: &Cluster, crds_denied: String) -> Error {
+    let mut denials = Denials::default();
+    let crds = "customresourcedefinitions.apiextensions.k8s.io";
+    let _ = denials.note::<()>(
+        crds,
+        Err(Error::Forbidden {
+            message: crds_denied,
+        }),
+    );
+    let catalog = match Catalog::discover(cluster).await {
+        Ok(catalog) => catalog,
+        Err(e) => return e,
+    };
+    let core = ["secrets", "configmaps"].map(|plural| {
+        let kind = if plural == "secrets" {
+            "Secret"
+        } else {
+            "ConfigMap"
+        };
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", kind), plural)
+    });
+    let resources = catalog.kinds().map(|k| k.resource.clone()).chain(core);
+    for resource in resources {
+        let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);
+        let read = api
+            .list(&ListParams::default().limit(1))
             .await
-            .map_err(|e| cluster.api_error(e, &format!("listing {}", resource.plural)))?;
-        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-        out.extend(page.items.into_iter().map(|o| with_types(o, resource)));
-        match next {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(out),
+            .map(|_| ())
+            .map_err(|e| cluster.api_error(e, &format!("listing {}", resource.plural)));
+        if let Err(e) = denials.note(&qualified(&resource), read) {
+            return e;
         }
     }
+    denials.check().err().expect("the CRD list was denied")
 }
 
 /// Every object move considers, with its type.
@@ -99,6 +123,7 @@ pub async fn list_objects(
     scope: &ListScope,
 ) -> Result<TypedObjects> {
     let mut out: Vec<(Arc<DynamicObject>, TypeInfo)> = Vec::new();
+    let mut denials = Denials::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut push =
         |object: DynamicObject, info: &TypeInfo, out: &mut Vec<(Arc<DynamicObject>, TypeInfo)>| {
@@ -117,7 +142,13 @@ pub async fn list_objects(
             }
             _ => Api::all_with(cluster.client.clone(), &t.resource),
         };
-        for object in list_all(cluster, api, &t.resource).await? {
+        let listed = list_all(
+            cluster,
+            &api,
+            &t.resource,
+            ListParams::default().limit(PAGE_SIZE),
+        );
+        for object in denials.note(&qualified(&t.resource), listed.await)? {
             push(object, &t.info, &mut out);
         }
     }
@@ -144,7 +175,13 @@ pub async fn list_objects(
         for namespace in provider_namespaces.iter().filter(|ns| *ns != moved) {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(cluster.client.clone(), namespace, &secret.resource);
-            for object in list_all(cluster, api, &secret.resource).await? {
+            let listed = list_all(
+                cluster,
+                &api,
+                &secret.resource,
+                ListParams::default().limit(PAGE_SIZE),
+            );
+            for object in denials.note(&qualified(&secret.resource), listed.await)? {
                 push(object, &secret.info, &mut out);
             }
         }
@@ -197,5 +234,6 @@ pub async fn list_objects(
             push(class, &cc_type.info, &mut out);
         }
     }
+    denials.check()?;
     Ok(out)
 }

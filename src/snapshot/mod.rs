@@ -6,9 +6,9 @@ pub mod watch;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 
-use crate::error::Result;
+use crate::error::{Denials, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::model::cluster_name_of;
 
@@ -41,6 +41,36 @@ pub struct Fetch {
 }
 
 /// The API handle listing a kind in a scope.
+/// `plural.group` (`plural` for the core group), as kubectl names a resource.
+pub fn qualified(resource: &ApiResource) -> String {
+    match resource.group.as_str() {
+        "" => resource.plural.clone(),
+        group => format!("{}.{group}", resource.plural),
+    }
+}
+
+/// Every object `api` lists, page by page, typed as `resource`.
+pub async fn list_all(
+    cluster: &Cluster,
+    api: &Api<DynamicObject>,
+    resource: &ApiResource,
+    mut params: ListParams,
+) -> Result<Vec<DynamicObject>> {
+    let mut out = Vec::new();
+    loop {
+        let page = api
+            .list(&params)
+            .await
+            .map_err(|e| cluster.api_error(e, &format!("listing {}", resource.plural)))?;
+        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+        out.extend(page.items.into_iter().map(|o| with_types(o, resource)));
+        match next {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(out),
+        }
+    }
+}
+
 pub fn list_api(
     cluster: &Cluster,
     info: &crate::kube::KindInfo,
@@ -122,6 +152,7 @@ impl Snapshot {
         fetch: &Fetch,
     ) -> Result<Snapshot> {
         let mut snapshot = Snapshot::default();
+        let mut denials = Denials::default();
         for (group, kind) in &fetch.kinds {
             let Some(info) = catalog.kind(group, kind) else {
                 continue;
@@ -134,23 +165,13 @@ impl Snapshot {
             {
                 params = params.labels(selector);
             }
-            loop {
-                let page = api.list(&params).await.map_err(|e| {
-                    cluster.api_error(e, &format!("listing {}", info.resource.plural))
-                })?;
-                let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-                for object in page.items {
-                    snapshot.insert(
-                        (group.clone(), kind.clone()),
-                        with_types(object, &info.resource),
-                    );
-                }
-                match next {
-                    Some(token) => params = params.continue_token(&token),
-                    None => break,
-                }
+            let listed = list_all(cluster, &api, &info.resource, params).await;
+            let objects = denials.note(&qualified(&info.resource), listed)?;
+            for object in objects {
+                snapshot.insert((group.clone(), kind.clone()), object);
             }
         }
+        denials.check()?;
         Ok(snapshot)
     }
 

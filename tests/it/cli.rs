@@ -389,3 +389,34 @@ async fn kubeconfig_lists_and_yaml_errors_are_read_as_kubectl_reads_them() {
     );
     assert!(sandbox.server.mutations().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_missing_read_permission_is_named_at_once() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    let ready = sandbox.plugin(&["ready", "-A", "--as", "nobody"]).await;
+    assert_one_line_error(
+        &ready,
+        "error: the API server forbids listing 12 resources this command reads: clusters.cluster.x-k8s.io, clusterclasses.cluster.x-k8s.io, machines.cluster.x-k8s.io,",
+    );
+    // The move must read the CRDs to know its kinds; it still names every other read it lacks.
+    let plan = sandbox
+        .plugin(&["move", "--dry-run=client", "-A", "--as", "nobody"])
+        .await;
+    for resource in [
+        "customresourcedefinitions.apiextensions.k8s.io",
+        "clusters.cluster.x-k8s.io",
+        "dockermachines.infrastructure.cluster.x-k8s.io",
+        "secrets",
+        "configmaps",
+    ] {
+        assert_one_line_error(&plan, &format!(" {resource}"));
+    }
+    // Two reads denied to everyone, while the rest are allowed.
+    sandbox.server.deny("list", "machinedeployments");
+    sandbox.server.deny("list", "machinesets");
+    assert_one_line_error(
+        &sandbox.plugin(&["pause", "--all"]).await,
+        "error: the API server forbids listing 2 resources this command reads: machinedeployments.cluster.x-k8s.io, machinesets.cluster.x-k8s.io (403 Forbidden)",
+    );
+    assert!(sandbox.server.mutations().is_empty());
+}

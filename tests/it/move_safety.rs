@@ -4,6 +4,8 @@
 
 use capi_sandbox::{FaultAction, FaultRule};
 
+use std::collections::BTreeSet;
+
 use serde_json::json;
 
 use crate::move_scenarios::{
@@ -579,4 +581,26 @@ async fn the_preflight_checks_the_journal_copy_permissions_and_leaves_no_namespa
             "{verb}: no namespace left"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_impersonates_in_both_clusters() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    w.source.grant("ops-bot", "*", "*", "*");
+    let output = w.move_with(&["--as", "ops-bot"]).await;
+    // The target gives ops-bot nothing: the move is refused there, before any write.
+    assert_ne!(output.code, 0, "{}", output.stderr);
+    let target_users: BTreeSet<String> = w
+        .target
+        .requests()
+        .iter()
+        .filter(|r| r.agent.starts_with("kubectl-capi/") && !r.resource.is_empty())
+        .map(|r| r.user.clone())
+        .collect();
+    assert_eq!(
+        target_users,
+        BTreeSet::from(["ops-bot".to_string()]),
+        "every resource request to the target ran as ops-bot"
+    );
+    assert!(w.target.mutations().is_empty());
 }
