@@ -48,9 +48,13 @@ pub enum Error {
     )]
     NotKubernetes { url: String, answer: String },
     #[error(
-        "{url} serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with --context"
+        "{url} serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with {choose}"
     )]
-    CapiNotInstalled { url: String },
+    CapiNotInstalled {
+        url: String,
+        /// The flags that choose this cluster: `--context`, or the move's target flags.
+        choose: &'static str,
+    },
     #[error(
         "the API server at {url} did not answer {after}; check that it is up and that --context/--kubeconfig point at it, or raise --request-timeout"
     )]

@@ -75,6 +75,22 @@ pub struct Scope {
     pub selector: Option<String>,
 }
 
+impl Scope {
+    /// The scope flags the user gave (` -n ns`, ` -A`, ` -l sel`), quoted for a shell.
+    pub fn as_flags(&self) -> String {
+        let mut out = String::new();
+        if self.all_namespaces {
+            out.push_str(" -A");
+        } else if let Some(namespace) = &self.namespace {
+            out.push_str(&format!(" -n {}", shell_word(namespace)));
+        }
+        if let Some(selector) = &self.selector {
+            out.push_str(&format!(" -l {}", shell_word(selector)));
+        }
+        out
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub connection: Connection,

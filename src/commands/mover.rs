@@ -371,7 +371,9 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     if !args.freeze && !args.wait_ready {
         return move_once(args, settings, printer).await;
     }
-    // The freeze is a write: a move that will be refused for its ends must not start with it.
+    // The freeze is a write: a move that will be refused for its ends (or its local paths) must
+    // not start with it.
+    check_arguments(args)?;
     if args.to_kubeconfig.is_some() || args.to_context.is_some() {
         let source = connect(&settings.connection).await?;
         let target = connect(&target_connection(args, settings)).await?;
@@ -383,10 +385,13 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     };
     let step = printer.step();
     let names = args.clusters.join(" ");
-    let release_hint = |context: &str| {
+    // The command that releases the freeze where `connection` points, as the user would type it.
+    let release_hint = |connection: &crate::settings::Connection| {
         format!(
-            "`kubectl capi resume {}`{context}",
-            if names.is_empty() { "--all" } else { &names }
+            "`kubectl capi resume {}{}{}`",
+            if names.is_empty() { "--all" } else { &names },
+            connection.as_flags(),
+            settings.scope.as_flags()
         )
     };
     let selection = FreezeSelection {
@@ -413,7 +418,7 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     let still_frozen = if args.freeze {
         format!(
             "; their scaling stays frozen — run this command again to continue, or {} to release it",
-            release_hint("")
+            release_hint(&settings.connection)
         )
     } else {
         String::new()
@@ -466,11 +471,8 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         .await;
         if !matches!(released, Ok(ExitStatus::Success)) {
             printer.note(&format!(
-                "note: the move succeeded, but releasing the freeze in the target failed; run {} there",
-                release_hint(&format!(
-                    " --context {}",
-                    args.to_context.as_deref().unwrap_or("<target>")
-                ))
+                "note: the move succeeded, but releasing the freeze in the target failed; run {}",
+                release_hint(&target_connection(args, settings))
             ));
             return released;
         }
@@ -561,6 +563,11 @@ fn check_arguments(args: &MoveArgs) -> Result<()> {
     if let Some(directory) = &args.to_directory {
         crate::mover::directory::check_backup_directory(directory)?;
     }
+    let writes_a_journal =
+        (args.to_kubeconfig.is_some() || args.to_context.is_some()) && args.dry_run == DryRun::None;
+    if writes_a_journal {
+        journal::check_writable(args.journal.as_deref())?;
+    }
     if args.to_kubeconfig.is_none()
         && args.to_context.is_none()
         && args.to_directory.is_none()
@@ -594,7 +601,13 @@ impl<'a> Move<'a> {
         } else {
             let cluster = connect(&target_connection(args, settings)).await?;
             same_cluster::ensure_distinct(&source, &cluster).await?;
-            let catalog = Catalog::discover(&cluster).await?;
+            let catalog = Catalog::discover(&cluster).await.map_err(|e| match e {
+                Error::CapiNotInstalled { url, .. } => Error::CapiNotInstalled {
+                    url,
+                    choose: "--to-context/--to-kubeconfig (install Cluster API there first with `clusterctl init`)",
+                },
+                other => other,
+            })?;
             Some(Destination { cluster, catalog })
         };
         let records = match &target {
@@ -1012,10 +1025,18 @@ impl<'a> Move<'a> {
             Endpoint {
                 server: self.source.url.clone(),
                 context: self.settings.connection.context.clone(),
+                kubeconfig: None,
             },
             Endpoint {
                 server: target.cluster.url.clone(),
                 context: self.args.to_context.clone(),
+                // Absolute, so that a hint read back elsewhere still finds it.
+                kubeconfig: self.args.to_kubeconfig.as_ref().map(|p| {
+                    std::fs::canonicalize(p)
+                        .unwrap_or_else(|_| p.clone())
+                        .display()
+                        .to_string()
+                }),
             },
             self.namespace.clone(),
             self.args.clusters.clone(),
@@ -1206,11 +1227,20 @@ fn print_summary(
         }
         if !summary.frozen_in_target.is_empty() && !args.freeze {
             let names: Vec<&str> = summary.clusters.iter().map(|c| c.name.as_str()).collect();
+            let namespaces: BTreeSet<&str> = summary
+                .clusters
+                .iter()
+                .map(|c| c.namespace.as_str())
+                .collect();
+            let scope = match namespaces.iter().collect::<Vec<_>>().as_slice() {
+                [namespace] => format!(" -n {}", crate::settings::shell_word(namespace)),
+                _ => " -A".to_string(),
+            };
             printer.info(&format!(
-                "note: {} object(s) frozen by kubectl capi pause stay frozen in the target; run `kubectl capi resume {} --context {}` there",
+                "note: {} object(s) frozen by kubectl capi pause stay frozen in the target; release them with `kubectl capi resume {}{}{scope}`",
                 summary.frozen_in_target.len(),
                 names.join(" "),
-                args.to_context.as_deref().unwrap_or("<target>")
+                target_connection(args, settings).as_flags(),
             ));
         }
     }

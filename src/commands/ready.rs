@@ -1,5 +1,6 @@
 //! `kubectl capi ready`.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -7,13 +8,14 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use crate::cli::ReadyArgs;
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster, connect};
-use crate::model;
+use crate::model::{self, ClusterView};
+use crate::mover::journal;
 use crate::names::{CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
 use crate::output::{ExitStatus, Printer};
-use crate::ready::evaluate::{Options, Report, evaluate};
+use crate::ready::evaluate::{Options, Report, UnfinishedMove, evaluate};
 use crate::ready::render::render;
 use crate::ready::wait::{Outcome, wait};
-use crate::settings::Settings;
+use crate::settings::{Settings, shell_word};
 use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
 
 /// The kinds the evaluation reads: the core kinds, and every non-template kind of the control
@@ -75,6 +77,7 @@ pub fn selection(
         options: Options {
             clusters: Vec::new(),
             strict,
+            unfinished_moves: Vec::new(),
         },
         names: names.to_vec(),
         flags: settings.connection.as_flags(),
@@ -101,6 +104,63 @@ pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<(
             .extend(found.iter().map(|c| model::namespaced_name(c)));
     }
     Ok(())
+}
+
+/// The kubectl-capi moves that paused Clusters of the snapshot and did not finish, from their
+/// journal copies (in the Clusters' namespaces and `default`), with the commands that finish
+/// and undo them — repeating the user's connection flags, so that they work when pasted.
+async fn unfinished_moves(
+    cluster: &Cluster,
+    snapshot: &Snapshot,
+    settings: &Settings,
+) -> Vec<UnfinishedMove> {
+    let paused: Vec<ClusterView> = snapshot
+        .of_kind(CORE_GROUP, "Cluster")
+        .iter()
+        .map(|c| ClusterView::read(c))
+        .filter(ClusterView::is_paused)
+        .collect();
+    if paused.is_empty() {
+        return Vec::new();
+    }
+    let mut namespaces: BTreeSet<String> = paused
+        .iter()
+        .map(|c| c.reference.namespace.clone())
+        .collect();
+    namespaces.insert("default".into());
+    let namespaces: Vec<String> = namespaces.into_iter().collect();
+    journal::copy::unfinished(cluster, &namespaces)
+        .await
+        .into_iter()
+        .map(|journal| {
+            let word = |w: &str| shell_word(w);
+            let mut command = String::from("kubectl capi move");
+            for name in &journal.clusters {
+                command.push_str(&format!(" {}", word(name)));
+            }
+            command.push_str(&settings.connection.as_flags());
+            match &journal.namespace {
+                Some(namespace) => command.push_str(&format!(" -n {}", word(namespace))),
+                None => command.push_str(" -A"),
+            }
+            if let Some(kubeconfig) = &journal.target.kubeconfig {
+                command.push_str(&format!(" --to-kubeconfig {}", word(kubeconfig)));
+            }
+            if let Some(context) = &journal.target.context {
+                command.push_str(&format!(" --to-context {}", word(context)));
+            }
+            UnfinishedMove {
+                clusters: journal
+                    .paused
+                    .iter()
+                    .filter(|r| r.kind == "Cluster" && r.group() == CORE_GROUP)
+                    .map(|r| (r.namespace.clone(), r.name.clone()))
+                    .collect(),
+                resume: format!("{command} --resume"),
+                rollback: format!("{command} --rollback"),
+            }
+        })
+        .collect()
 }
 
 /// What `ready` says when the scope holds no Cluster: nothing to check, so nothing blocks.
@@ -142,6 +202,7 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
     let mut selection = selection(&cluster, &catalog, settings, &args.clusters, args.strict);
     let snapshot = Snapshot::fetch_with(&cluster, &catalog, &selection.fetch).await?;
     resolve_names(&snapshot, &mut selection)?;
+    selection.options.unfinished_moves = unfinished_moves(&cluster, &snapshot, settings).await;
     if snapshot.of_kind(CORE_GROUP, "Cluster").is_empty() {
         printer.info(&nothing_in_scope(&selection));
         if settings.output.is_structured() {

@@ -194,6 +194,7 @@ impl Catalog {
         if !kinds.keys().any(|(g, _)| g == "cluster.x-k8s.io") {
             return Err(Error::CapiNotInstalled {
                 url: cluster.url.clone(),
+                choose: "--context",
             });
         }
         Ok(Catalog { kinds, crds_read })

@@ -78,6 +78,10 @@ pub struct Endpoint {
     pub server: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// The kubeconfig given for this end (`--to-kubeconfig` for the target), so that a hint
+    /// read back from the journal can repeat it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -372,6 +376,41 @@ pub fn entry_resource(entry: &Entry) -> ApiResource {
     )
 }
 
+/// Checks, before anything is written in a cluster, that a journal can be written at `path`
+/// (`--journal`), or in the default directory: the directory is made (0700) and a probe file is
+/// written and removed.
+pub fn check_writable(path: Option<&Path>) -> Result<()> {
+    let default = default_dir();
+    let (dir, probe) = match path {
+        Some(path) => (
+            path.parent().filter(|d| !d.as_os_str().is_empty()),
+            path.with_extension("json.partial"),
+        ),
+        None => (
+            Some(default.as_path()),
+            default.join(format!(".probe-{}", std::process::id())),
+        ),
+    };
+    let shown = path.unwrap_or(&default);
+    let fail = |e: std::io::Error| {
+        Error::Usage(format!(
+            "cannot write the move journal in {}: {e}; pass a writable --journal PATH",
+            shown.display()
+        ))
+    };
+    if let Some(dir) = dir {
+        create_private_dir(dir).map_err(fail)?;
+    }
+    if path.is_some_and(Path::is_dir) {
+        return Err(Error::Usage(format!(
+            "--journal {} is a directory; pass a file path",
+            shown.display()
+        )));
+    }
+    private_file(&probe).map_err(fail)?;
+    std::fs::remove_file(&probe).map_err(fail)
+}
+
 /// Writes a journal's JSON ([`Journal::to_json`]) to `path` atomically (temporary file, then
 /// rename), 0600 in a 0700 directory.
 pub fn save_text(text: &str, path: &Path) -> Result<()> {
@@ -483,10 +522,12 @@ mod tests {
             source: Endpoint {
                 server: "https://a".into(),
                 context: None,
+                kubeconfig: None,
             },
             target: Endpoint {
                 server: "https://b".into(),
                 context: Some("b".into()),
+                kubeconfig: None,
             },
             namespace: Some("ns".into()),
             clusters: vec![],
@@ -814,6 +855,31 @@ pub mod copy {
             .filter_map(|c| c.data.as_ref()?.get("journal").cloned())
             .collect();
         Ok(Journal::parse(&text).ok())
+    }
+
+    /// The unfinished moves whose copies are in these namespaces of `cluster`, as far as they can
+    /// be read (a user who may not read ConfigMaps just hears of none).
+    pub async fn unfinished(cluster: &Cluster, namespaces: &[String]) -> Vec<Journal> {
+        let mut found = Vec::new();
+        for namespace in namespaces {
+            let api = configmaps(cluster, namespace);
+            let Ok(listed) = api.list(&ListParams::default().labels(LABEL)).await else {
+                continue;
+            };
+            let keys: std::collections::BTreeSet<String> = listed
+                .items
+                .iter()
+                .filter_map(|c| c.metadata.labels.as_ref()?.get(LABEL).cloned())
+                .collect();
+            for key in keys {
+                if let Ok(Some(journal)) = load(cluster, namespace, &key).await
+                    && !journal.stage.finished()
+                {
+                    found.push(journal);
+                }
+            }
+        }
+        found
     }
 
     /// Removes the copy (the move is over).

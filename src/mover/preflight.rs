@@ -362,6 +362,7 @@ fn source_checks(
             .map(|c| (c.namespace.clone(), c.name.clone()))
             .collect(),
         strict: false,
+        unfinished_moves: Vec::new(),
     };
     let report = evaluate(&snapshot, &options);
     let mut failures: Vec<Refusal> = report

@@ -122,6 +122,19 @@ pub struct Options {
     pub clusters: Vec<(String, String)>,
     /// Node health problems block instead of warning.
     pub strict: bool,
+    /// Moves that paused Clusters here and did not finish, read from their journals.
+    pub unfinished_moves: Vec<UnfinishedMove>,
+}
+
+/// A kubectl-capi move that paused Clusters and stopped before it finished: the paused
+/// Cluster's next step is to finish or undo the move, not to unpause it.
+#[derive(Debug, Clone, Default)]
+pub struct UnfinishedMove {
+    /// The Clusters it paused (namespace, name).
+    pub clusters: Vec<(String, String)>,
+    /// The commands that finish and undo it, as the user would type them.
+    pub resume: String,
+    pub rollback: String,
 }
 
 fn scaler_kind(object: &DynamicObject) -> Option<ScalerKind> {
@@ -283,7 +296,7 @@ fn evaluate_cluster(
     let machines = machines(&scope, options, &mut checks);
     let mut scaling = scaling(&scope, &machines, &mut checks);
     remediation(&scope, &machines, &mut scaling.frozen, &mut checks);
-    paused(&cluster, snapshot, &mut checks);
+    paused(&cluster, snapshot, &options.unfinished_moves, &mut checks);
     annotations_and_owners(&scope, snapshot, &mut checks);
 
     let mut checks = checks.0;
@@ -568,16 +581,32 @@ fn remediation(
 }
 
 /// Paused Clusters and ClusterClasses.
-fn paused(cluster: &ClusterView, snapshot: &Snapshot, checks: &mut Checks) {
+fn paused(
+    cluster: &ClusterView,
+    snapshot: &Snapshot,
+    unfinished_moves: &[UnfinishedMove],
+    checks: &mut Checks,
+) {
     let (ns, name) = (&cluster.reference.namespace, &cluster.reference.name);
     // Paused Cluster / ClusterClass: clusterctl ≥ 1.12 refuses to move them.
     if cluster.is_paused() {
+        let paused_by_move = unfinished_moves
+            .iter()
+            .find(|m| m.clusters.iter().any(|(n, c)| n == ns && c == name));
+        let next = match paused_by_move {
+            Some(unfinished) => format!(
+                "a kubectl-capi move paused it and did not finish: continue it with `{}` or undo it with `{}`",
+                unfinished.resume, unfinished.rollback
+            ),
+            None => "unpause it (kubectl capi pause freezes scaling without pausing the Cluster)"
+                .to_string(),
+        };
         checks.push(
             "cluster-paused",
             CheckStatus::Fail,
             &cluster.reference,
             format!(
-                "{}; unpause it (kubectl capi pause freezes scaling without pausing the Cluster)",
+                "{}; {next}",
                 clusterctl::paused_clusters(&format!("{ns}/{name}"))
             ),
         );
@@ -763,6 +792,7 @@ mod tests {
                 &Options {
                     clusters: Vec::new(),
                     strict,
+                    ..Options::default()
                 },
             );
             assert_eq!(report.clusters.len(), 1);
@@ -1113,6 +1143,7 @@ mod tests {
             &Options {
                 clusters: vec![("ns".into(), "other".into())],
                 strict: false,
+                ..Options::default()
             },
         );
         assert!(!none.ready, "no cluster selected is not ready");
@@ -1126,6 +1157,7 @@ mod tests {
             &Options {
                 clusters: vec![("ns".into(), "c1".into())],
                 strict: false,
+                ..Options::default()
             },
         );
         assert!(one.ready);

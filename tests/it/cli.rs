@@ -420,3 +420,27 @@ async fn every_missing_read_permission_is_named_at_once() {
     );
     assert!(sandbox.server.mutations().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_without_cluster_api_is_named_by_the_target_flags() {
+    let source = Sandbox::start(Dialect::V1beta2).await;
+    let bare = Sandbox::start(Dialect::None).await;
+    let kubeconfig = source.dir.path().join("both");
+    capi_sandbox::apiserver::write_kubeconfig(
+        &kubeconfig,
+        &[
+            source.serving.kubeconfig_entry("source"),
+            bare.serving.kubeconfig_entry("bare"),
+        ],
+    )
+    .unwrap();
+    let output = run_plugin(Some(&kubeconfig), &["move", "--to-context", "bare"]).await;
+    assert_one_line_error(
+        &output,
+        &format!(
+            "{} serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with --to-context/--to-kubeconfig",
+            bare.serving.url
+        ),
+    );
+    assert!(source.server.mutations().is_empty() && bare.server.mutations().is_empty());
+}

@@ -62,9 +62,27 @@ impl Sandbox {
 /// a per-test-run state directory (move journals).
 pub fn plugin_command(kubeconfig: Option<&Path>, args: &[&str]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(PLUGIN);
+    command.args(args);
+    isolated(&mut command, kubeconfig);
+    command
+}
+
+/// A hint the plugin printed, run as a user pastes it into a shell: `kubectl capi …` finds
+/// this build of the plugin on PATH, with the same isolation as [`plugin_command`].
+pub fn pasted_command(kubeconfig: Option<&Path>, hint: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("sh");
+    command.args(["-c", hint]);
+    isolated(&mut command, kubeconfig);
+    let bin_dir = Path::new(PLUGIN).parent().unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    command.env("PATH", format!("{}:{path}", bin_dir.display()));
+    command
+}
+
+/// No stdin, captured output, only `kubeconfig`, and state apart from the user's.
+fn isolated(command: &mut tokio::process::Command, kubeconfig: Option<&Path>) {
     command
         .kill_on_drop(true)
-        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -79,7 +97,6 @@ pub fn plugin_command(kubeconfig: Option<&Path>, args: &[&str]) -> tokio::proces
         "XDG_STATE_HOME",
         std::env::temp_dir().join(format!("kubectl-capi-test-state-{}", std::process::id())),
     );
-    command
 }
 
 pub async fn run_plugin(kubeconfig: Option<&Path>, args: &[&str]) -> Output {

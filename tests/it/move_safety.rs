@@ -604,3 +604,95 @@ async fn as_impersonates_in_both_clusters() {
     );
     assert!(w.target.mutations().is_empty());
 }
+
+/// The first hint in backquotes on a line containing `marker`.
+fn hint_after<'a>(text: &'a str, marker: &str) -> &'a str {
+    let line = text
+        .lines()
+        .find(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("{marker:?} in {text}"));
+    line[line.find(marker).unwrap()..]
+        .split('`')
+        .nth(1)
+        .unwrap_or_else(|| panic!("a hint in backquotes after {marker:?}: {line}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_points_an_interrupted_move_at_resume_and_rollback_and_both_work_when_pasted() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::JournalWrites(3)).await);
+    // Another machine: no local journal, only the copy in the source.
+    std::fs::remove_dir_all(w.state_dir()).unwrap();
+    let ready = w
+        .plugin(&["ready", "--context", "source", "-n", "ns1"])
+        .await;
+    assert_eq!(ready.code, 1, "{}", ready.stderr);
+    assert!(
+        ready
+            .stdout
+            .contains("a kubectl-capi move paused it and did not finish"),
+        "{}",
+        ready.stdout
+    );
+    let rollback = hint_after(&ready.stdout, "undo it with");
+    assert_eq!(
+        rollback,
+        "kubectl capi move --context source -n ns1 --to-context target --rollback"
+    );
+    let resume = hint_after(&ready.stdout, "continue it with");
+    assert_eq!(
+        resume,
+        "kubectl capi move --context source -n ns1 --to-context target --resume"
+    );
+    let undone = w.paste(rollback).await;
+    assert_eq!(undone.code, 0, "{}", undone.stderr);
+    let again = w
+        .plugin(&["ready", "--context", "source", "-n", "ns1"])
+        .await;
+    assert_eq!(again.code, 0, "rolled back and unpaused: {}", again.stdout);
+    // Interrupted again, the other hint finishes the move.
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::JournalWrites(3)).await);
+    let ready = w
+        .plugin(&["ready", "--context", "source", "-n", "ns1"])
+        .await;
+    let finished = w.paste(hint_after(&ready.stdout, "continue it with")).await;
+    assert_eq!(finished.code, 0, "{}", finished.stderr);
+    assert!(
+        finished.stdout.starts_with("moved 1 Cluster(s)"),
+        "{}",
+        finished.stdout
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unwritable_journal_is_refused_before_any_write() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let file = w.dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let journal = file.join("journal.json");
+    for extra in [&[][..], &["--freeze"]] {
+        let mut args = vec!["--journal", journal.to_str().unwrap(), "-n", "ns1"];
+        args.extend_from_slice(extra);
+        let output = w.move_with(&args).await;
+        assert_eq!(output.code, 2, "{}", output.stderr);
+        let lines: Vec<&str> = output.stderr.lines().collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "one line, no 'stopped partway': {}",
+            output.stderr
+        );
+        assert!(
+            lines[0].starts_with(&format!(
+                "error: cannot write the move journal in {}: ",
+                journal.display()
+            )) && lines[0].ends_with("; pass a writable --journal PATH"),
+            "{}",
+            lines[0]
+        );
+    }
+    assert!(
+        w.plugin_writes().is_empty(),
+        "nothing written in either cluster"
+    );
+}

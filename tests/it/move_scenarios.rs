@@ -132,6 +132,19 @@ impl World {
         command
     }
 
+    /// A hint the plugin printed, pasted into a shell against this world.
+    pub async fn paste(&self, hint: &str) -> crate::common::Output {
+        let mut command =
+            crate::common::pasted_command(Some(&self.dir.path().join("kubeconfig")), hint);
+        command.env("XDG_STATE_HOME", self.state_dir());
+        let output = command.output().await.unwrap();
+        crate::common::Output {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
     pub fn state_dir(&self) -> std::path::PathBuf {
         self.dir.path().join("state")
     }

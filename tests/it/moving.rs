@@ -50,6 +50,19 @@ impl Pair {
         run_plugin(Some(&self.kubeconfig), args).await
     }
 
+    /// A hint the plugin printed, pasted into a shell against this pair.
+    async fn paste(&self, hint: &str) -> Output {
+        let output = crate::common::pasted_command(Some(&self.kubeconfig), hint)
+            .output()
+            .await
+            .unwrap();
+        Output {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
     async fn move_(&self, extra: &[&str]) -> Output {
         let mut args = vec!["move", "--to-context", TARGET_CONTEXT];
         args.extend_from_slice(extra);
@@ -845,7 +858,15 @@ async fn one_command_freezes_waits_moves_and_releases_the_freeze_in_the_target()
     // While the node is held, the wait times out: exit 1, nothing moved, the freeze stays and
     // the message says how to go on.
     let timed_out = pair
-        .move_(&["seed", "--freeze", "--wait-ready", "--timeout", "1s"])
+        .move_(&[
+            "seed",
+            "--context",
+            SOURCE_CONTEXT,
+            "--freeze",
+            "--wait-ready",
+            "--timeout",
+            "1s",
+        ])
         .await;
     assert_eq!(timed_out.code, 1, "{}", timed_out.stderr);
     assert!(
@@ -858,6 +879,24 @@ async fn one_command_freezes_waits_moves_and_releases_the_freeze_in_the_target()
         "{}",
         timed_out.stderr
     );
+    // The release hint repeats the user's --context; pasted, it releases the freeze.
+    let release = timed_out
+        .stderr
+        .lines()
+        .find(|l| l.contains("stays frozen"))
+        .and_then(|l| l.split('`').nth(1))
+        .unwrap_or_else(|| panic!("a hint: {}", timed_out.stderr));
+    assert_eq!(
+        release,
+        format!("kubectl capi resume seed --context {SOURCE_CONTEXT}")
+    );
+    let released = pair.paste(release).await;
+    assert_eq!(released.code, 0, "{}", released.stderr);
+    assert!(
+        released.stdout.contains("seed-control-plane resumed"),
+        "{}",
+        released.stdout
+    );
     assert!(pair.plugin_writes(&pair.env.target).is_empty());
     let kcp = source
         .server
@@ -868,7 +907,7 @@ async fn one_command_freezes_waits_moves_and_releases_the_freeze_in_the_target()
             "seed-control-plane",
         )
         .unwrap();
-    assert!(kcp["metadata"]["annotations"]["kubectl-capi.dev/frozen"].is_string());
+    assert!(kcp["metadata"]["annotations"]["kubectl-capi.dev/frozen"].is_null());
 
     // Run again; the in-flight Machine gets its node while the command waits.
     let holds = source.controllers.holds.clone();
@@ -894,9 +933,7 @@ async fn one_command_freezes_waits_moves_and_releases_the_freeze_in_the_target()
     assert_eq!(summary["kind"], "MoveSummary");
     assert!(
         timed_out.stderr.contains("seed-control-plane frozen")
-            && out
-                .stderr
-                .contains("seed-control-plane already frozen by kubectl-capi")
+            && out.stderr.contains("seed-control-plane frozen")
             && out.stderr.contains("seed-control-plane resumed"),
         "the steps report on stderr: {}",
         out.stderr
