@@ -113,7 +113,7 @@ async fn every_forbidden_read(cluster: &Cluster, crds_denied: String) -> Error {
             return e;
         }
     }
-    denials.check().err().expect("the CRD list was denied")
+    denials.check().expect_err("the CRD list was denied")
 }
 
 /// Every object move considers, with its type.
