@@ -523,3 +523,29 @@ async fn wait_ends_with_exit_2_when_the_api_server_is_lost() {
         "{stderr}"
     );
 }
+
+/// The text with ANSI colour sequences removed.
+fn plain(text: &str) -> String {
+    console::strip_ansi_codes(text).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_line_up_with_colour_on() {
+    let sandbox = golden_sandbox().await;
+    for args in [
+        &["ready", "-n", "golden"][..],
+        &["ready", "-n", "golden", "--details"],
+        &["ready", "-n", "golden", "-o", "wide"],
+    ] {
+        let plain_run = sandbox.plugin(args).await;
+        let mut coloured_args = args.to_vec();
+        coloured_args.extend(["--color", "always"]);
+        let coloured = sandbox.plugin(&coloured_args).await;
+        assert!(coloured.stdout.contains('\u{1b}'), "colour is on: {args:?}");
+        assert_eq!(
+            plain(&coloured.stdout),
+            plain_run.stdout,
+            "the same columns with and without colour: {args:?}"
+        );
+    }
+}
