@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use crate::kube::retry::NoAnswer;
-
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{0}")]
@@ -93,6 +91,15 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An attempt that got no answer within the request timeout (the retry layer carries it in a
+/// `kube::Error::Service`, so that the user's message can name the timeout).
+#[derive(Debug, thiserror::Error)]
+#[error("no answer within {} ({attempts} attempt(s))", crate::cli::show_duration(*.timeout))]
+pub struct NoAnswer {
+    pub timeout: std::time::Duration,
+    pub attempts: u32,
+}
 
 /// Reads that were forbidden, collected so that one error names every missing read permission
 /// (as the move's write-permission preflight names every missing write) instead of the first.

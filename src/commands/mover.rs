@@ -962,6 +962,7 @@ impl<'a> Move<'a> {
                     earlier: history.unfinished.as_ref(),
                     overwrite_existing: self.args.overwrite_existing,
                     journal_namespace: self.records.as_ref().map(|r| r.copy_namespace.as_str()),
+                    flags: &self.settings.connection.as_flags(),
                 },
             )
             .await?;

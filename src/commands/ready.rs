@@ -78,6 +78,7 @@ pub fn selection(
             clusters: Vec::new(),
             strict,
             unfinished_moves: Vec::new(),
+            flags: settings.connection.as_flags(),
         },
         names: names.to_vec(),
         flags: settings.connection.as_flags(),

@@ -23,6 +23,8 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use kube::client::Body;
 
+use crate::error::NoAnswer;
+
 /// How long one attempt waits for an answer when `--request-timeout` is not given. kubectl waits
 /// forever but never retries; this layer retries, so each attempt needs a bound.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -70,15 +72,6 @@ impl RetrySettings {
             .min(self.max_backoff);
         base.mul_f64(0.75 + fastrand::f64() * 0.5)
     }
-}
-
-/// An attempt that got no answer within the request timeout (carried in a `kube::Error::Service`
-/// so that the user's message can name the timeout).
-#[derive(Debug, thiserror::Error)]
-#[error("no answer within {} ({attempts} attempt(s))", crate::cli::show_duration(*.timeout))]
-pub struct NoAnswer {
-    pub timeout: Duration,
-    pub attempts: u32,
 }
 
 /// What to do with an answer.

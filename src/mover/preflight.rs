@@ -302,6 +302,8 @@ pub struct ThisMove<'a> {
     pub overwrite_existing: bool,
     /// Where the journal's copy is kept in the source (its ConfigMaps need permissions too).
     pub journal_namespace: Option<&'a str>,
+    /// The user's source connection flags, repeated in the commands the refusals suggest.
+    pub flags: &'a str,
 }
 
 /// Every check, before any write.
@@ -363,6 +365,7 @@ fn source_checks(
             .collect(),
         strict: false,
         unfinished_moves: Vec::new(),
+        flags: this_move.flags.to_string(),
     };
     let report = evaluate(&snapshot, &options);
     let mut failures: Vec<Refusal> = report

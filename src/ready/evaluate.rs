@@ -10,7 +10,10 @@ use crate::model::{
     ClusterClassView, ClusterView, HealthCheckView, MachineView, ObjectRef, ScalerKind, ScalerView,
     has_annotation, kinds,
 };
-use crate::names::{self, BLOCK_MOVE_ANNOTATION, CORE_GROUP, FROZEN_BY_ANNOTATION, clusterctl};
+use crate::names::{
+    self, BLOCK_MOVE_ANNOTATION, CORE_GROUP, FROZEN_BY_ANNOTATION, PAUSED_ANNOTATION, clusterctl,
+};
+use crate::settings::shell_word;
 use crate::snapshot::Snapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -124,6 +127,8 @@ pub struct Options {
     pub strict: bool,
     /// Moves that paused Clusters here and did not finish, read from their journals.
     pub unfinished_moves: Vec<UnfinishedMove>,
+    /// The user's connection flags (` --context c`), repeated in every suggested command.
+    pub flags: String,
 }
 
 /// A kubectl-capi move that paused Clusters and stopped before it finished: the paused
@@ -251,8 +256,48 @@ pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Report {
 }
 
 /// The checks of one Cluster, as they are found.
-#[derive(Default)]
-struct Checks(Vec<Check>);
+struct Checks {
+    list: Vec<Check>,
+    /// The next steps the checks suggest, for this Cluster.
+    next: NextSteps,
+}
+
+/// Commands that a blocker's message suggests as its next step, for one Cluster and with the
+/// user's connection flags, so that they work when pasted.
+struct NextSteps {
+    namespace: String,
+    name: String,
+    flags: String,
+}
+
+impl NextSteps {
+    /// `` `kubectl capi <verb> <cluster> -n <ns><extra><flags>` ``
+    fn capi(&self, verb: &str, extra: &str) -> String {
+        format!(
+            "`kubectl capi {verb} {} -n {}{extra}{}`",
+            shell_word(&self.name),
+            shell_word(&self.namespace),
+            self.flags
+        )
+    }
+
+    fn wait(&self) -> String {
+        self.capi("ready", " --wait")
+    }
+
+    fn pause(&self) -> String {
+        self.capi("pause", "")
+    }
+
+    /// `` `kubectl <args> -n <namespace><flags>` `` for an object in `namespace`.
+    fn kubectl(&self, args: &str, namespace: &str) -> String {
+        format!(
+            "`kubectl {args} -n {}{}`",
+            shell_word(namespace),
+            self.flags
+        )
+    }
+}
 
 impl Checks {
     fn push(
@@ -262,7 +307,7 @@ impl Checks {
         object: &ObjectRef,
         message: String,
     ) {
-        self.0.push(Check {
+        self.list.push(Check {
             check,
             status,
             object: object.clone(),
@@ -291,7 +336,14 @@ fn evaluate_cluster(
         cluster: &cluster,
         cluster_object: object,
     };
-    let mut checks = Checks::default();
+    let mut checks = Checks {
+        list: Vec::new(),
+        next: NextSteps {
+            namespace: namespace.clone(),
+            name: cluster.reference.name.clone(),
+            flags: options.flags.clone(),
+        },
+    };
     provisioning(&cluster, &mut checks);
     let machines = machines(&scope, options, &mut checks);
     let mut scaling = scaling(&scope, &machines, &mut checks);
@@ -299,7 +351,7 @@ fn evaluate_cluster(
     paused(&cluster, snapshot, &options.unfinished_moves, &mut checks);
     annotations_and_owners(&scope, snapshot, &mut checks);
 
-    let mut checks = checks.0;
+    let mut checks = checks.list;
     checks.sort_by_key(|c| c.status);
     let ready = !checks.iter().any(|c| c.status == CheckStatus::Fail);
     ClusterReport {
@@ -328,7 +380,11 @@ fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
             "infrastructure-provisioned",
             CheckStatus::Fail,
             &cluster.reference,
-            clusterctl::infrastructure(&gvk, ns, name),
+            format!(
+                "{}; wait for it with {}",
+                clusterctl::infrastructure(&gvk, ns, name),
+                checks.next.wait()
+            ),
         );
     } else {
         checks.push(
@@ -343,7 +399,11 @@ fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
                 "control-plane-initialized",
                 CheckStatus::Fail,
                 &cluster.reference,
-                clusterctl::control_plane_not_initialized(&gvk, ns, name),
+                format!(
+                    "{}; wait for it with {}",
+                    clusterctl::control_plane_not_initialized(&gvk, ns, name),
+                    checks.next.wait()
+                ),
             );
         } else if cluster.control_plane_ref.is_some() && !cluster.control_plane_initialized {
             let message = if v1beta1 {
@@ -355,7 +415,7 @@ fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
                 "control-plane-initialized",
                 CheckStatus::Fail,
                 &cluster.reference,
-                message,
+                format!("{message}; wait for it with {}", checks.next.wait()),
             );
         } else {
             checks.push(
@@ -388,7 +448,7 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
                 "machine-node",
                 CheckStatus::Fail,
                 &machine.reference,
-                message,
+                format!("{message}; wait for it with {}", checks.next.wait()),
             );
         }
         if machine.deleting {
@@ -397,8 +457,9 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
                 CheckStatus::Fail,
                 &machine.reference,
                 format!(
-                    "{} is being deleted; a move would recreate it in the target — wait until it is gone",
-                    name_of(&machine.reference)
+                    "{} is being deleted; a move would recreate it in the target — wait until it is gone with {}",
+                    name_of(&machine.reference),
+                    checks.next.wait()
                 ),
             );
         }
@@ -411,7 +472,15 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
                     "node-health",
                     CheckStatus::fail_or_warn(options.strict),
                     &machine.reference,
-                    format!("{} reports {condition}=False", name_of(&machine.reference)),
+                    format!(
+                        "{} reports {condition}=False{}",
+                        name_of(&machine.reference),
+                        if options.strict {
+                            "; repair the node, or check without --strict to let it only warn"
+                        } else {
+                            ""
+                        }
+                    ),
                 );
             }
         }
@@ -530,7 +599,7 @@ fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Chec
                     "scaling",
                     CheckStatus::Fail,
                     &view.reference,
-                    format!("{what}; freeze its scaling with `kubectl capi pause`"),
+                    format!("{what}; freeze its scaling with {}", checks.next.pause()),
                 ),
             }
         }
@@ -571,9 +640,10 @@ fn remediation(
                 CheckStatus::fail_or_warn(!mhc.paused_annotation),
                 &mhc.reference,
                 format!(
-                    "{} holds {} Machine(s) unhealthy and remediation may delete and recreate Machines; wait for it to finish or freeze it with `kubectl capi pause`",
+                    "{} holds {} Machine(s) unhealthy and remediation may delete and recreate Machines; wait for it to finish or freeze it with {}",
                     name_of(&mhc.reference),
-                    mhc.unhealthy().max(marked.len() as i64)
+                    mhc.unhealthy().max(marked.len() as i64),
+                    checks.next.pause()
                 ),
             );
         }
@@ -598,8 +668,10 @@ fn paused(
                 "a kubectl-capi move paused it and did not finish: continue it with `{}` or undo it with `{}`",
                 unfinished.resume, unfinished.rollback
             ),
-            None => "unpause it (kubectl capi pause freezes scaling without pausing the Cluster)"
-                .to_string(),
+            None => format!(
+                "unpause it with {} (kubectl capi pause freezes scaling without pausing the Cluster)",
+                unpause_cluster(cluster, &checks.next)
+            ),
         };
         checks.push(
             "cluster-paused",
@@ -627,10 +699,41 @@ fn paused(
                     "clusterclass-paused",
                     CheckStatus::Fail,
                     &view.reference,
-                    clusterctl::paused_cluster_classes(&format!("{class_ns}/{class_name}")),
+                    format!(
+                        "{}; unpause it with {}",
+                        clusterctl::paused_cluster_classes(&format!("{class_ns}/{class_name}")),
+                        checks.next.kubectl(
+                            &format!(
+                                "annotate clusterclasses.cluster.x-k8s.io {} {PAUSED_ANNOTATION}-",
+                                shell_word(class_name)
+                            ),
+                            &class_ns
+                        )
+                    ),
                 );
             }
         }
+    }
+}
+
+/// The command that unpauses a Cluster: its `spec.paused`, and the annotation when it has it.
+fn unpause_cluster(cluster: &ClusterView, next: &NextSteps) -> String {
+    let name = shell_word(&cluster.reference.name);
+    let ns = &cluster.reference.namespace;
+    let spec = next.kubectl(
+        &format!(
+            r#"patch clusters.cluster.x-k8s.io {name} --type merge -p '{{"spec":{{"paused":false}}}}'"#
+        ),
+        ns,
+    );
+    let annotation = next.kubectl(
+        &format!("annotate clusters.cluster.x-k8s.io {name} {PAUSED_ANNOTATION}-"),
+        ns,
+    );
+    match (cluster.paused, cluster.paused_annotation) {
+        (true, true) => format!("{spec} and {annotation}"),
+        (false, true) => annotation,
+        _ => spec,
     }
 }
 
@@ -792,6 +895,8 @@ mod tests {
                 &Options {
                     clusters: Vec::new(),
                     strict,
+                    // Suggested commands repeat the user's connection flags.
+                    flags: " --context src".into(),
                     ..Options::default()
                 },
             );
@@ -850,7 +955,7 @@ mod tests {
                 vec![(
                     "infrastructure-provisioned",
                     format!(
-                        "cannot start the move operation while \"cluster.x-k8s.io/{version}, Kind=Cluster\" ns/c1 is still provisioning the infrastructure"
+                        "cannot start the move operation while \"cluster.x-k8s.io/{version}, Kind=Cluster\" ns/c1 is still provisioning the infrastructure; wait for it with `kubectl capi ready c1 -n ns --wait --context src`"
                     )
                 )]
             );
@@ -868,7 +973,7 @@ mod tests {
                 vec![(
                     "control-plane-initialized",
                     format!(
-                        "cannot start the move operation while the control plane for \"cluster.x-k8s.io/{version}, Kind=Cluster\" ns/c1 is not yet initialized"
+                        "cannot start the move operation while the control plane for \"cluster.x-k8s.io/{version}, Kind=Cluster\" ns/c1 is not yet initialized; wait for it with `kubectl capi ready c1 -n ns --wait --context src`"
                     )
                 )]
             );
@@ -888,7 +993,12 @@ mod tests {
             };
             let failures = failing(&field.report(false));
             assert_eq!(failures.len(), 1);
-            assert!(failures[0].1.ends_with(expected), "{failures:?}");
+            assert!(
+                failures[0].1.ends_with(&format!(
+                    "{expected}; wait for it with `kubectl capi ready c1 -n ns --wait --context src`"
+                )),
+                "{failures:?}"
+            );
         });
     }
 
@@ -940,7 +1050,7 @@ mod tests {
             assert_eq!(
                 scaling,
                 vec![
-                    "KubeadmControlPlane ns/c1-cp is scaling up (1 of 3 Machines); freeze its scaling with `kubectl capi pause`"
+                    "KubeadmControlPlane ns/c1-cp is scaling up (1 of 3 Machines); freeze its scaling with `kubectl capi pause c1 -n ns --context src`"
                 ]
             );
 
@@ -983,7 +1093,7 @@ mod tests {
             assert_eq!(
                 scaling(&f),
                 [
-                    "MachinePool ns/mp is not yet provisioned (its status reports no replicas; it wants 3); freeze its scaling with `kubectl capi pause`"
+                    "MachinePool ns/mp is not yet provisioned (its status reports no replicas; it wants 3); freeze its scaling with `kubectl capi pause c1 -n ns --context src`"
                 ]
             );
             f.edit("MachinePool", "mp", |p| {
@@ -992,7 +1102,7 @@ mod tests {
             assert_eq!(
                 scaling(&f),
                 [
-                    "MachinePool ns/mp is scaling up (1 of 3 replicas); freeze its scaling with `kubectl capi pause`"
+                    "MachinePool ns/mp is scaling up (1 of 3 replicas); freeze its scaling with `kubectl capi pause c1 -n ns --context src`"
                 ]
             );
             f.edit("MachinePool", "mp", |p| {
@@ -1052,7 +1162,11 @@ mod tests {
                 && m.starts_with(
                     "cannot start operation while the following Clusters are paused: ns/c1"
                 )));
-            assert!(failures.iter().any(|(c, m)| *c == "clusterclass-paused" && m == "cannot start operation while the following ClusterClasses are paused: ns/cc"));
+            assert!(failures.iter().any(|(c, m)| *c == "cluster-paused"
+                && m.ends_with(
+                    r#"unpause it with `kubectl patch clusters.cluster.x-k8s.io c1 --type merge -p '{"spec":{"paused":false}}' -n ns --context src` (kubectl capi pause freezes scaling without pausing the Cluster)"#
+                )), "{failures:?}");
+            assert!(failures.iter().any(|(c, m)| *c == "clusterclass-paused" && m == "cannot start operation while the following ClusterClasses are paused: ns/cc; unpause it with `kubectl annotate clusterclasses.cluster.x-k8s.io cc cluster.x-k8s.io/paused- -n ns --context src`"), "{failures:?}");
         });
     }
 

@@ -61,7 +61,24 @@ async fn the_seed_situation_names_the_scaling_owner_and_wait_returns_when_it_fin
         .collect();
     let held = &env.source.controllers.holds.waiting()[0].0;
     assert!(failing.iter().any(|c| c["check"] == "machine-node"
-        && c["message"] == format!("cannot start the move operation while \"cluster.x-k8s.io/v1beta2, Kind=Machine\" default/{held} is still provisioning the node")));
+        && c["message"] == format!("cannot start the move operation while \"cluster.x-k8s.io/v1beta2, Kind=Machine\" default/{held} is still provisioning the node; wait for it with `kubectl capi ready seed -n default --wait`")));
+    // The first blocker's next step, pasted, waits until the Cluster can be moved.
+    let hint = failing[0]["message"]
+        .as_str()
+        .unwrap()
+        .split('`')
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let pasted = tokio::spawn({
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            crate::common::pasted_command(Some(&kubeconfig), &hint)
+                .output()
+                .await
+                .unwrap()
+        }
+    });
     assert!(failing.iter().any(|c| c["check"] == "scaling"
         && c["object"]["kind"] == "KubeadmControlPlane"
         && c["message"].as_str().unwrap().starts_with(
@@ -76,6 +93,18 @@ async fn the_seed_situation_names_the_scaling_owner_and_wait_returns_when_it_fin
     env.source.controllers.holds.release_all();
     let waited = waiter.await.unwrap();
     assert_eq!(waited.code, 0, "{}", waited.stderr);
+    let pasted = pasted.await.unwrap();
+    assert_eq!(
+        pasted.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&pasted.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&pasted.stdout).starts_with("Cluster default/seed: ready to move"),
+        "{}",
+        String::from_utf8_lossy(&pasted.stdout)
+    );
     assert!(
         waited.stdout.contains("seed   True    4/4"),
         "{}",
@@ -212,7 +241,7 @@ async fn golden_table_wide_details_json_and_name() {
         table.stdout,
         "NAMESPACE   NAME    READY   MACHINES   FROZEN   REASON
 golden      alpha   True    1/1        -        -
-golden      beta    False   1/2        -        cannot start the move operation while \"cluster.x-k8s.io/v1beta2, Kind=Machine\" golden/beta-cp-2 is still provisioning the node
+golden      beta    False   1/2        -        cannot start the move operation while \"cluster.x-k8s.io/v1beta2, Kind=Machine\" golden/beta-cp-2 is still provisioning the node; wait for it with `kubectl capi ready beta -n golden --wait`
 "
     );
 
@@ -223,7 +252,7 @@ golden      beta    False   1/2        -        cannot start the move operation 
         wide.stdout,
         "NAMESPACE   NAME    READY   MACHINES   FROZEN   CONTROL-PLANE   WORKERS   PAUSED   WARNINGS   REASON
 golden      alpha   True    1/1        -        1/1             0/0       false    0          -
-golden      beta    False   1/2        -        1/2             0/0       false    0          cannot start the move operation while \"cluster.x-k8s.io/v1beta2, Kind=Machine\" golden/beta-cp-2 is still provisioning the node
+golden      beta    False   1/2        -        1/2             0/0       false    0          cannot start the move operation while \"cluster.x-k8s.io/v1beta2, Kind=Machine\" golden/beta-cp-2 is still provisioning the node; wait for it with `kubectl capi ready beta -n golden --wait`
 "
     );
 
@@ -233,7 +262,7 @@ golden      beta    False   1/2        -        1/2             0/0       false 
         details.stdout,
         "Cluster golden/beta: not ready to move (1/2 Machines with a node)
 CHECK                        STATUS   OBJECT                               MESSAGE
-machine-node                 fail     machine.cluster.x-k8s.io/beta-cp-2   cannot start the move operation while \"cluster.x-k8s.io/v1beta2, Kind=Machine\" golden/beta-cp-2 is still provisioning the node
+machine-node                 fail     machine.cluster.x-k8s.io/beta-cp-2   cannot start the move operation while \"cluster.x-k8s.io/v1beta2, Kind=Machine\" golden/beta-cp-2 is still provisioning the node; wait for it with `kubectl capi ready beta -n golden --wait`
 infrastructure-provisioned   pass     cluster.cluster.x-k8s.io/beta        infrastructure provisioned
 control-plane-initialized    pass     cluster.cluster.x-k8s.io/beta        control plane initialized
 "
