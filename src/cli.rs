@@ -266,7 +266,7 @@ pub struct ReadyArgs {
     #[arg(long)]
     pub wait: bool,
     /// How long --wait waits, e.g. 30s, 10m.
-    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout)]
     pub timeout: Duration,
     /// List every check with its status, object and message.
     #[arg(long)]
@@ -306,7 +306,7 @@ pub struct FreezeSelection {
     #[arg(long)]
     pub wait: bool,
     /// How long --wait waits, e.g. 30s, 10m.
-    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout)]
     pub timeout: Duration,
     /// Show what would change without changing it: client (nothing sent) or server (dryRun=All).
     #[arg(long, value_enum, num_args = 0..=1, default_value_t = DryRun::None, default_missing_value = "client", require_equals = true, value_name = "client|server", hide_default_value = true)]

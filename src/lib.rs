@@ -121,10 +121,11 @@ fn usage_error(error: clap::Error) -> ExitStatus {
                 .trim_start_matches("error: ")
                 .to_string();
             let rest: Vec<&str> = lines.collect();
-            let detail = if rest.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", rest.join("; "))
+            let detail = match (rest.is_empty(), first.ends_with(':')) {
+                (true, _) => String::new(),
+                // "the following required arguments were not provided:" and the list.
+                (false, true) => format!(" {}", rest.join(", ")),
+                (false, false) => format!(" ({})", rest.join("; ")),
             };
             Printer::plain(OutputFormat::Table)
                 .error(&format!("{first}{detail}; see 'kubectl capi --help'"));

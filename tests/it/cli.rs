@@ -76,6 +76,15 @@ async fn bad_flags_and_files() {
             .await,
         "invalid value 'soon' for '--request-timeout <DURATION>': \"soon\" is not a duration",
     );
+    // --timeout only bounds --wait: alone it is refused, naming what is missing.
+    for command in [&["ready"][..], &["pause", "--all"], &["resume", "--all"]] {
+        let mut args = command.to_vec();
+        args.extend(["--timeout", "5s"]);
+        assert_one_line_error(
+            &sandbox.plugin(&args).await,
+            "error: the following required arguments were not provided: --wait; see 'kubectl capi --help'",
+        );
+    }
     // A huge --timeout is refused with the longest allowed (it used to panic, exit 101).
     assert_one_line_error(
         &sandbox
