@@ -27,8 +27,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// kubectl's own flags, accepted before or after the subcommand.
+/// kubectl's own flags, accepted before or after the subcommand; help lists them after each
+/// command's own.
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "kubectl flags")]
 pub struct GlobalArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, merged like kubectl, or ~/.kube/config).
     #[arg(long, global = true, value_name = "PATH")]

@@ -52,6 +52,17 @@ async fn help_reads_as_a_kubectl_plugin() {
         help.stdout.contains("130  interrupted"),
         "exit codes documented"
     );
+    // A command's own flags come first, kubectl's after them under their own heading.
+    let move_help = run_plugin(None, &["move", "--help"]).await;
+    let at = |needle: &str| {
+        move_help
+            .stdout
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {}", move_help.stdout))
+    };
+    assert!(at("--to-context") < at("--concurrency"));
+    assert!(at("--from-directory") < at("kubectl flags:"));
+    assert!(at("kubectl flags:") < at("--kubeconfig <PATH>"));
     let version = run_plugin(None, &["version", "--client", "-o", "json"]).await;
     assert_eq!(version.code, 0);
     let report: serde_json::Value = serde_json::from_str(&version.stdout).unwrap();
