@@ -1,5 +1,6 @@
 //! One module per subcommand; each returns how it ended.
 
+pub mod complete;
 pub mod freeze;
 pub mod mover;
 pub mod ready;

@@ -100,7 +100,7 @@ fn kubeconfig_paths(flag: Option<&Path>) -> Result<Vec<PathBuf>> {
 }
 
 /// The kubeconfig files, merged as kubectl merges them (the first to set a value wins).
-fn read_kubeconfig(flag: Option<&Path>) -> Result<Kubeconfig> {
+pub fn read_kubeconfig(flag: Option<&Path>) -> Result<Kubeconfig> {
     let mut merged = Kubeconfig::default();
     for path in kubeconfig_paths(flag)? {
         let next = Kubeconfig::read_from(&path).map_err(kubeconfig_error(&path))?;

@@ -8,4 +8,4 @@ pub mod retry;
 pub const FIELD_MANAGER: &str = "kubectl-capi";
 
 pub use catalog::{Catalog, KindInfo};
-pub use connect::{Cluster, connect};
+pub use connect::{Cluster, connect, read_kubeconfig};

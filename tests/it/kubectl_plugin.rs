@@ -4,14 +4,19 @@ use std::path::Path;
 
 use crate::common::PLUGIN;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_finds_the_plugin_on_path() {
+/// PATH with this build's plugin (and its completer) first.
+fn path_with_plugin() -> String {
     let bin_dir = Path::new(PLUGIN).parent().unwrap();
-    let path = format!(
+    format!(
         "{}:{}",
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
-    );
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_finds_the_plugin_on_path() {
+    let path = path_with_plugin();
     let home = tempfile::tempdir().unwrap();
     let output = tokio::process::Command::new("kubectl")
         .args(["capi", "--help"])
@@ -40,4 +45,58 @@ async fn kubectl_finds_the_plugin_on_path() {
         String::from_utf8_lossy(&list.stdout).contains("kubectl-capi"),
         "kubectl plugin list shows it"
     );
+}
+
+/// `kubectl __complete capi …` — what kubectl's shell completion scripts call on <TAB>.
+async fn complete(kubeconfig: &Path, words: &[&str]) -> (Vec<String>, String) {
+    let bin_dir = Path::new(PLUGIN).parent().unwrap();
+    assert!(
+        bin_dir.join("kubectl_complete-capi").exists(),
+        "the completion executable is built beside the plugin"
+    );
+    let path = path_with_plugin();
+    let home = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new("kubectl")
+        .args(["__complete", "capi"])
+        .args(words)
+        .env("PATH", &path)
+        .env("HOME", home.path())
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let mut lines: Vec<String> = stdout.lines().map(str::to_string).collect();
+    let directive = lines.pop().unwrap_or_default();
+    let names = lines
+        .into_iter()
+        .map(|l| l.split('\t').next().unwrap_or("").to_string())
+        .collect();
+    (names, directive)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_completes_subcommands_flags_and_cluster_names() {
+    let sandbox = crate::ready::golden_sandbox().await;
+    let (subcommands, directive) = complete(&sandbox.kubeconfig, &["re"]).await;
+    assert_eq!(subcommands, ["ready", "resume"]);
+    assert_eq!(directive, ":4", "no file names");
+    let (flags, _) = complete(&sandbox.kubeconfig, &["move", "--to-k"]).await;
+    assert_eq!(flags, ["--to-kubeconfig"]);
+    let (names, _) = complete(&sandbox.kubeconfig, &["pause", "-n", "golden", ""]).await;
+    assert_eq!(names, ["alpha", "beta"], "one LIST of the Clusters there");
+    let (names, _) = complete(&sandbox.kubeconfig, &["ready", "-n", "golden", "b"]).await;
+    assert_eq!(names, ["beta"]);
+    let (contexts, _) = complete(&sandbox.kubeconfig, &["move", "--to-context", ""]).await;
+    assert_eq!(contexts, ["sandbox"]);
+    // A cluster that cannot be reached: nothing offered, no error.
+    let dead = sandbox.kubeconfig_with("dead", |e| e.server = "http://127.0.0.1:1".into());
+    let (names, directive) = complete(&dead, &["ready", ""]).await;
+    assert!(names.is_empty() && directive == ":4");
+    assert!(sandbox.server.mutations().is_empty());
 }

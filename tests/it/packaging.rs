@@ -171,21 +171,81 @@ fn the_validator_catches_broken_manifests() {
 }
 
 #[test]
+fn the_manifest_is_one_libc_family_with_a_short_description_and_the_crate_homepage() {
+    let manifest: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(MANIFEST).unwrap()).unwrap();
+    let spec = &manifest["spec"];
+    let words = spec["shortDescription"]
+        .as_str()
+        .unwrap()
+        .split(' ')
+        .count();
+    assert!(words <= 8, "a few words: {}", spec["shortDescription"]);
+    let cargo =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let homepage = spec["homepage"].as_str().unwrap();
+    assert!(
+        cargo.contains(&format!("homepage = \"{homepage}\"")),
+        "the manifest's homepage is the crate's"
+    );
+    let linux: BTreeSet<&str> = spec["platforms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["selector"]["matchLabels"]["os"] == "linux")
+        .map(|p| {
+            let uri = p["uri"].as_str().unwrap();
+            uri.rsplit('-').next().unwrap().trim_end_matches(".tar.gz")
+        })
+        .collect();
+    assert_eq!(
+        linux,
+        BTreeSet::from(["musl"]),
+        "every Linux archive links the same libc"
+    );
+}
+
+/// `scripts/package.sh` for this build's plugin, as built for `target`, into `out`.
+fn package(target: &str, out: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new("bash");
+    command
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/package.sh"))
+        .args([
+            "--binary",
+            env!("CARGO_BIN_EXE_kubectl-capi"),
+            "--target",
+            target,
+            "--out",
+        ])
+        .arg(out);
+    command
+}
+
+#[test]
+fn the_package_script_refuses_a_binary_for_another_architecture() {
+    let out = tempfile::tempdir().unwrap();
+    let other = if cfg!(target_arch = "x86_64") {
+        "aarch64-unknown-linux-musl"
+    } else {
+        "x86_64-unknown-linux-musl"
+    };
+    let run = package(other, out.path()).output().unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains(&format!("not for {other}")), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(out.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
+
+#[test]
 fn package_script_builds_the_archive_and_updates_the_manifest() {
     let out = tempfile::tempdir().unwrap();
     let manifest = out.path().join("capi.yaml");
     std::fs::copy(MANIFEST, &manifest).unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/package.sh");
-    let run = std::process::Command::new("bash")
-        .args([
-            script,
-            "--binary",
-            env!("CARGO_BIN_EXE_kubectl-capi"),
-            "--target",
-            "x86_64-unknown-linux-gnu",
-            "--out",
-        ])
-        .arg(out.path())
+    let run = package("x86_64-unknown-linux-musl", out.path())
         .arg("--update-manifest")
         .arg(&manifest)
         .output()
@@ -197,7 +257,7 @@ fn package_script_builds_the_archive_and_updates_the_manifest() {
     );
     let stdout = String::from_utf8_lossy(&run.stdout);
     let archive = out.path().join(format!(
-        "kubectl-capi_v{}_x86_64-unknown-linux-gnu.tar.gz",
+        "kubectl-capi_v{}_x86_64-unknown-linux-musl.tar.gz",
         env!("CARGO_PKG_VERSION")
     ));
     let bytes = std::fs::read(&archive).unwrap();
@@ -215,7 +275,12 @@ fn package_script_builds_the_archive_and_updates_the_manifest() {
     entries.sort();
     assert_eq!(
         entries,
-        vec!["LICENSE", "README.md", "kubectl-capi"],
+        vec![
+            "LICENSE",
+            "README.md",
+            "kubectl-capi",
+            "kubectl_complete-capi"
+        ],
         "everything at the archive root"
     );
     let updated = std::fs::read_to_string(&manifest).unwrap();
@@ -226,4 +291,41 @@ fn package_script_builds_the_archive_and_updates_the_manifest() {
         "only the matching platform changes"
     );
     assert_eq!(krew_violations(&manifest), Vec::<String>::new());
+}
+
+#[test]
+fn the_demo_script_says_what_it_builds_and_shows_cargo_progress() {
+    // A stand-in cargo on PATH records its arguments and stops the script there.
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join("cargo");
+    std::fs::write(&fake, "#!/bin/sh\necho \"cargo $*\" >&2\nexit 3\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let run = std::process::Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo.sh"))
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(3),
+        "the build's failure ends the script"
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(
+        lines[0].starts_with("building kubectl-capi and capi-sandbox"),
+        "{stderr}"
+    );
+    assert_eq!(
+        lines[1], "cargo build --locked -p kubectl-capi -p capi-sandbox",
+        "cargo's own progress is shown (no --quiet)"
+    );
 }

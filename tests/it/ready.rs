@@ -223,7 +223,7 @@ fn golden_machine(server: &capi_sandbox::ApiServer, cluster: &str, name: &str, n
         .unwrap();
 }
 
-async fn golden_sandbox() -> Sandbox {
+pub async fn golden_sandbox() -> Sandbox {
     let sandbox = Sandbox::start(Dialect::V1beta2).await;
     sandbox.server.load_yaml(GOLDEN).unwrap();
     golden_machine(&sandbox.server, "alpha", "alpha-cp-1", true);
