@@ -4,7 +4,9 @@ pub mod complete;
 pub mod freeze;
 pub mod mover;
 pub mod ready;
+pub mod reporter;
 pub mod version;
+pub mod waiting;
 
 use clap::CommandFactory;
 

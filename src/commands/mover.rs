@@ -1,12 +1,10 @@
 //! `kubectl capi move`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
-
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use serde::Serialize;
 
+use super::reporter::Reporter;
 use crate::cli::{FreezeSelection, MoveArgs, ReadyArgs};
 use crate::error::{Error, Result};
 use crate::freeze::apply::DryRun;
@@ -21,7 +19,7 @@ use crate::mover::journal::{JournalCopy, JournalFile};
 use crate::mover::namespaces::remove_namespaces;
 use crate::mover::plan::{Excluded, MovePlan, TreeNode, plan};
 use crate::mover::preflight::{ThisMove, dry_run_creates, preflight};
-use crate::mover::progress::{Phase, Progress};
+use crate::mover::progress::Progress;
 use crate::mover::recovery::{self, Recorded, Records};
 use crate::mover::recovery::{Replay, finish_from_journal, rollback_from_journal};
 use crate::mover::requests::{Destination, type_of};
@@ -33,69 +31,6 @@ use crate::output::table::table;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{OutputFormat, Settings};
 use crate::snapshot::ListScope;
-
-/// Shows a move's progress: a bar per phase on a TTY, a confirmation line per object with `-v`
-/// (`cluster.cluster.x-k8s.io/a created`), nothing otherwise (pipes, `-o json|yaml`).
-struct Reporter {
-    bars: Option<MultiProgress>,
-    current: Mutex<Option<ProgressBar>>,
-    lines: bool,
-    printer: Printer,
-}
-
-impl Reporter {
-    fn new(printer: &Printer) -> Reporter {
-        Reporter {
-            bars: printer
-                .progress()
-                .then(|| MultiProgress::with_draw_target(printer.progress_target())),
-            current: Mutex::new(None),
-            lines: printer.verbosity > 0 && !printer.format.is_structured(),
-            printer: printer.clone(),
-        }
-    }
-
-    fn bar(&self) -> std::sync::MutexGuard<'_, Option<ProgressBar>> {
-        self.current
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-impl Progress for Reporter {
-    fn begin(&self, phase: Phase, total: usize) {
-        if let Some(bars) = &self.bars {
-            let style = ProgressStyle::with_template(
-                "{prefix:>20} [{bar:30}] {pos}/{len} {elapsed:>4} {wide_msg}",
-            )
-            .expect("valid template")
-            .progress_chars("=> ");
-            let bar = bars.add(
-                ProgressBar::new(total as u64)
-                    .with_style(style)
-                    .with_prefix(phase.label()),
-            );
-            *self.bar() = Some(bar);
-        }
-    }
-
-    fn done(&self, phase: Phase, object: &ObjectRef) {
-        if let Some(bar) = self.bar().as_ref() {
-            bar.inc(1);
-            bar.set_message(object.kubectl_name());
-        }
-        if self.lines {
-            self.printer
-                .note(&format!("{} {}", object.kubectl_name(), phase.verb()));
-        }
-    }
-
-    fn end(&self, _: Phase) {
-        if let Some(bar) = self.bar().take() {
-            bar.finish_with_message("done");
-        }
-    }
-}
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -1092,7 +1027,8 @@ impl<'a> Move<'a> {
             made_namespaces: checked.made_namespaces,
             stop: Stop::default(),
         };
-        let listener = stop_on_ctrl_c(&options.stop, self.printer);
+        let reporter = std::sync::Arc::new(Reporter::new(self.printer));
+        let listener = stop_on_ctrl_c(&options.stop, reporter.clone());
         let mut file = self.journal_file(records, journal);
         let outcome = execute(
             &plan,
@@ -1100,7 +1036,7 @@ impl<'a> Move<'a> {
             target,
             &options,
             clusters,
-            &Reporter::new(self.printer),
+            reporter.as_ref(),
             &mut file,
         )
         .await;
@@ -1111,7 +1047,8 @@ impl<'a> Move<'a> {
                 Ok(ExitStatus::Success)
             }
             Err(e) => {
-                self.printer.note(&stopped_note(&e, &file));
+                reporter.stopped();
+                reporter.note(&stopped_note(&e, &file));
                 Err(e)
             }
         }
@@ -1120,12 +1057,11 @@ impl<'a> Move<'a> {
 
 /// Ctrl-C stops a move at the next safe point: writes in flight finish and are journalled. A
 /// second Ctrl-C exits at once (the journal still lets the move resume).
-fn stop_on_ctrl_c(stop: &Stop, printer: &Printer) -> tokio::task::JoinHandle<()> {
+fn stop_on_ctrl_c(stop: &Stop, reporter: std::sync::Arc<Reporter>) -> tokio::task::JoinHandle<()> {
     let stop = stop.clone();
-    let printer = printer.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            printer.note("stopping after the requests in flight (Ctrl-C again to quit at once)");
+            reporter.note("stopping after the requests in flight (Ctrl-C again to quit at once)");
             stop.request();
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(130);

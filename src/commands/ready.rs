@@ -1,10 +1,8 @@
 //! `kubectl capi ready`.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-
+use super::waiting::Waiting;
 use crate::cli::ReadyArgs;
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster, connect};
@@ -178,24 +176,6 @@ fn nothing_in_scope(selection: &Selection) -> String {
     )
 }
 
-fn state_line(report: &Report) -> Vec<String> {
-    report
-        .clusters
-        .iter()
-        .map(|c| {
-            let verdict = if c.ready {
-                "ready".to_string()
-            } else {
-                format!("not ready: {}", c.reason().unwrap_or(""))
-            };
-            format!(
-                "{}/{}: {}/{} Machines with a node, {verdict}",
-                c.namespace, c.name, c.machines.with_node, c.machines.total
-            )
-        })
-        .collect()
-}
-
 pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
     let timeout = args.timeout;
     let cluster = connect(&settings.connection).await?;
@@ -224,50 +204,13 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
     };
 
     if args.wait && !report.ready {
-        let table_output = !settings.output.is_structured();
-        let progress = MultiProgress::with_draw_target(printer.progress_target());
-        let style =
-            ProgressStyle::with_template("{spinner} {prefix} {wide_msg}").expect("valid template");
-        let mut bars: Vec<ProgressBar> = Vec::new();
-        if printer.progress() {
-            for c in &report.clusters {
-                let bar = progress.add(
-                    ProgressBar::new_spinner()
-                        .with_style(style.clone())
-                        .with_prefix(format!("{}/{}", c.namespace, c.name)),
-                );
-                bar.enable_steady_tick(Duration::from_millis(120));
-                bars.push(bar);
-            }
-        }
-        let mut last_lines: Vec<String> = Vec::new();
-        let on_change = |r: &Report| {
-            let lines = state_line(r);
-            if printer.progress() {
-                for (bar, c) in bars.iter().zip(&r.clusters) {
-                    bar.set_message(format!(
-                        "{}/{} Machines with a node — {}",
-                        c.machines.with_node,
-                        c.machines.total,
-                        c.reason().unwrap_or("ready")
-                    ));
-                }
-            } else if table_output {
-                for line in &lines {
-                    if !last_lines.contains(line) {
-                        printer.info(line);
-                    }
-                }
-            }
-            last_lines = lines;
-        };
+        let mut waiting = Waiting::new(printer, &report, !settings.output.is_structured());
+        let on_change = |r: &Report| waiting.update(r);
         let waited = tokio::select! {
             outcome = wait(printer.verbosity >= 4, &cluster, &catalog, &selection.fetch, &selection.options, timeout, on_change) => Some(outcome?),
             _ = tokio::signal::ctrl_c() => None,
         };
-        for bar in &bars {
-            bar.finish_and_clear();
-        }
+        waiting.finish();
         match waited {
             Some(Outcome::Ready(r)) => {
                 report = r;

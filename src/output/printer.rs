@@ -91,6 +91,13 @@ impl Printer {
         }
     }
 
+    /// A plain printer that draws progress, for tests that draw to an in-memory terminal.
+    #[cfg(test)]
+    pub fn drawing(mut self) -> Printer {
+        self.progress = true;
+        self
+    }
+
     /// Whether progress (spinners, bars) may be drawn: only on a TTY, only for tables.
     pub fn progress(&self) -> bool {
         self.progress
