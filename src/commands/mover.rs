@@ -1162,24 +1162,25 @@ fn print_summary(
                 e.reason
             ));
         }
-        if !summary.frozen_in_target.is_empty() && !args.freeze {
-            let names: Vec<&str> = summary.clusters.iter().map(|c| c.name.as_str()).collect();
-            let namespaces: BTreeSet<&str> = summary
-                .clusters
-                .iter()
-                .map(|c| c.namespace.as_str())
-                .collect();
-            let scope = match namespaces.iter().collect::<Vec<_>>().as_slice() {
-                [namespace] => format!(" -n {}", crate::settings::shell_word(namespace)),
-                _ => " -A".to_string(),
-            };
-            printer.info(&format!(
-                "note: {} object(s) frozen by kubectl capi pause stay frozen in the target; release them with `kubectl capi resume {}{}{scope}`",
-                summary.frozen_in_target.len(),
-                names.join(" "),
-                target_connection(args, settings).as_flags(),
-            ));
-        }
+    }
+    if !summary.frozen_in_target.is_empty() && !args.freeze {
+        let names: Vec<&str> = summary.clusters.iter().map(|c| c.name.as_str()).collect();
+        let namespaces: BTreeSet<&str> = summary
+            .clusters
+            .iter()
+            .map(|c| c.namespace.as_str())
+            .collect();
+        let scope = match namespaces.iter().collect::<Vec<_>>().as_slice() {
+            [namespace] => format!(" -n {}", crate::settings::shell_word(namespace)),
+            _ => " -A".to_string(),
+        };
+        // A note on stderr, with every output format: the next step stays visible.
+        printer.note(&format!(
+            "note: {} object(s) frozen by kubectl capi pause stay frozen in the target; release them with `kubectl capi resume {}{}{scope}`",
+            summary.frozen_in_target.len(),
+            names.join(" "),
+            target_connection(args, settings).as_flags(),
+        ));
     }
     Ok(())
 }

@@ -230,12 +230,19 @@ async fn the_seed_story_end_to_end() {
         "source managedFields restored"
     );
 
+    // The note names the command that releases the freeze in the target; pasted, it does.
+    let release = moved
+        .stderr
+        .lines()
+        .find(|l| l.contains("stay frozen in the target"))
+        .and_then(|l| l.split('`').nth(1))
+        .unwrap_or_else(|| panic!("a release hint: {}", moved.stderr));
     assert_eq!(
-        pair.plugin(&["resume", "seed", "--context", TARGET_CONTEXT])
-            .await
-            .code,
-        0
+        release,
+        format!("kubectl capi resume seed --context {TARGET_CONTEXT} -n default")
     );
+    let released = pair.paste(release).await;
+    assert_eq!(released.code, 0, "{}", released.stderr);
     pair.env
         .wait_provisioned(&pair.env.target, "default", "seed", SETTLE)
         .await
