@@ -1184,3 +1184,36 @@ fn print_summary(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::GlobalArgs;
+
+    #[test]
+    fn hints_for_the_target_name_its_own_kubeconfig_and_context() {
+        let settings = Settings::from_args(&GlobalArgs {
+            context: Some("source".into()),
+            as_user: Some("ops".into()),
+            ..GlobalArgs::default()
+        })
+        .unwrap();
+        let to_file = MoveArgs {
+            to_kubeconfig: Some("/k/target".into()),
+            ..MoveArgs::default()
+        };
+        assert_eq!(
+            target_connection(&to_file, &settings).as_flags(),
+            " --kubeconfig /k/target --as ops",
+            "the target file's current context; never a placeholder"
+        );
+        let to_context = MoveArgs {
+            to_context: Some("target two".into()),
+            ..MoveArgs::default()
+        };
+        assert_eq!(
+            target_connection(&to_context, &settings).as_flags(),
+            " --context 'target two' --as ops"
+        );
+    }
+}
