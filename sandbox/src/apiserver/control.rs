@@ -233,6 +233,29 @@ impl Policy {
         self.denied.clear();
         self.granted.clear();
     }
+
+    /// What `subjects` may do, as `(verb, group, resource)` rules sorted for a stable answer (the
+    /// admin: everything). Denials are not rules; a SelfSubjectRulesReview says so by answering
+    /// `incomplete` when there are any.
+    pub fn rules_for(
+        &self,
+        subjects: &[String],
+        is_admin: bool,
+    ) -> (Vec<(String, String, String)>, bool) {
+        let incomplete = !self.denied.is_empty();
+        if is_admin {
+            return (vec![("*".into(), "*".into(), "*".into())], incomplete);
+        }
+        let mut rules: Vec<(String, String, String)> = subjects
+            .iter()
+            .filter_map(|s| self.granted.get(s))
+            .flatten()
+            .cloned()
+            .collect();
+        rules.sort();
+        rules.dedup();
+        (rules, incomplete)
+    }
     /// `subjects` are the user name and `group:<name>` for each of its groups.
     pub fn allows(
         &self,

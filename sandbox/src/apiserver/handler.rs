@@ -450,7 +450,10 @@ async fn serve(
             None => target.def.plural.clone(),
         },
     );
-    if !allowed && target.def.flavor != Flavor::SelfSubjectAccessReview {
+    // Everyone may ask about themselves (Kubernetes' system:basic-user role).
+    let self_review =
+        target.def.flavor == Flavor::Review && target.def.kind.starts_with("SelfSubject");
+    if !allowed && !self_review {
         return Outcome::Respond(error_response(&forbidden(&user, &target)));
     }
 
@@ -487,7 +490,7 @@ async fn serve(
         target.verb,
         "create" | "update" | "patch" | "delete" | "deletecollection"
     );
-    if is_write && !query.dry_run() && target.def.flavor != Flavor::SelfSubjectAccessReview {
+    if is_write && !query.dry_run() && target.def.flavor != Flavor::Review {
         let latency = shared.write_latency();
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
@@ -678,8 +681,9 @@ async fn execute(
         "create" => {
             let mut object = parse_body(&body, content_type)?;
             validate_fields(def, &mut object, query, warnings)?;
-            if def.flavor == Flavor::SelfSubjectAccessReview {
-                return Ok(Reply::Json(201, access_review(shared, user, object)));
+            if def.flavor == Flavor::Review {
+                let ctx = write_ctx(shared, target, query, headers);
+                return Ok(Reply::Json(201, review(shared, user, def, object, &ctx)));
             }
             let ctx = write_ctx(shared, target, query, headers);
             let created = ops::create(
@@ -737,7 +741,7 @@ async fn execute(
             warnings,
         ),
         "delete" => {
-            let options = delete_options(&body)?;
+            let options = delete_options(&body, content_type)?;
             let dry_run = query.dry_run() || options.1;
             let mut state = shared.state.lock();
             match ops::delete(&mut state, def, &key(), &options.0, dry_run, &ops::now())? {
@@ -756,7 +760,7 @@ async fn execute(
         }
         "deletecollection" => {
             let (labels, fields) = selectors(def, query)?;
-            let options = delete_options(&body)?;
+            let options = delete_options(&body, content_type)?;
             let dry_run = query.dry_run() || options.1;
             let mut state = shared.state.lock();
             let matching: Vec<Arc<Value>> = state
@@ -782,12 +786,16 @@ async fn execute(
     }
 }
 
-fn delete_options(body: &Bytes) -> ApiResult<(DeleteOptions, bool)> {
+fn delete_options(body: &Bytes, content_type: &str) -> ApiResult<(DeleteOptions, bool)> {
     if body.is_empty() {
         return Ok((DeleteOptions::default(), false));
     }
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+    let value: Value = if content_type.starts_with(super::protobuf::CONTENT_TYPE) {
+        parse_body(body, content_type)?
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+    };
     let dry_run = value["dryRun"]
         .as_array()
         .is_some_and(|a| a.iter().any(|x| x == "All"));
@@ -803,26 +811,96 @@ fn delete_options(body: &Bytes) -> ApiResult<(DeleteOptions, bool)> {
     ))
 }
 
-fn access_review(shared: &Shared, user: &User, mut review: Value) -> Value {
-    let attrs = &review["spec"]["resourceAttributes"];
+/// The answer to a review: the request as sent, with the status the server decides and the
+/// managedFields entry a real server records for the fields sent (its `spec` is a struct, not a
+/// pointer, so it carries no `.` of its own). Nothing is stored.
+fn review(
+    shared: &Shared,
+    user: &User,
+    def: &ResourceDef,
+    mut review: Value,
+    ctx: &WriteCtx,
+) -> Value {
+    let spec = &review["spec"];
+    let status = match def.kind.as_str() {
+        "SelfSubjectAccessReview" => access_status(shared, user.subjects(), user.is_admin, spec),
+        "SubjectAccessReview" | "LocalSubjectAccessReview" => {
+            let mut subjects: Vec<String> = spec["user"]
+                .as_str()
+                .map(str::to_string)
+                .into_iter()
+                .collect();
+            subjects.extend(fields_strings(&spec["groups"]).map(|g| format!("group:{g}")));
+            access_status(shared, subjects, false, spec)
+        }
+        "SelfSubjectRulesReview" => rules_status(shared, user),
+        "SelfSubjectReview" => json!({"userInfo": {"username": user.name, "groups": user.groups}}),
+        _ => json!({}),
+    };
+    let sent = json!({"spec": review["spec"]});
+    let mut fields = super::fields::to_fields_v1(&super::fields::fields_of(
+        &sent,
+        super::fields::Scope::Whole,
+    ));
+    if let Some(spec) = fields["f:spec"].as_object_mut() {
+        spec.remove(".");
+    }
+    review["apiVersion"] = json!(def.api_version("v1"));
+    review["kind"] = json!(def.kind);
+    review["metadata"] = json!({"managedFields": [{
+        "manager": ctx.manager, "operation": "Update", "apiVersion": ctx.api_version,
+        "time": ctx.time, "fieldsType": "FieldsV1", "fieldsV1": fields}]});
+    if review["spec"].as_object().is_none_or(|s| s.is_empty()) {
+        // Nothing sent, nothing managed.
+        review["metadata"] = json!({});
+    }
+    review["status"] = status;
+    review
+}
+
+fn fields_strings(value: &Value) -> impl Iterator<Item = &str> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
+/// `allowed` for an access review's resource attributes.
+fn access_status(shared: &Shared, subjects: Vec<String>, is_admin: bool, spec: &Value) -> Value {
+    let attrs = &spec["resourceAttributes"];
     let resource = match attrs["subresource"].as_str().filter(|s| !s.is_empty()) {
         Some(sub) => format!("{}/{sub}", attrs["resource"].as_str().unwrap_or("")),
         None => attrs["resource"].as_str().unwrap_or("").to_string(),
     };
     let allowed = shared.policy.lock().allows(
-        &user.subjects(),
-        user.is_admin,
+        &subjects,
+        is_admin,
         attrs["verb"].as_str().unwrap_or(""),
         attrs["group"].as_str().unwrap_or(""),
         &resource,
     );
-    review["apiVersion"] = json!("authorization.k8s.io/v1");
-    review["kind"] = json!("SelfSubjectAccessReview");
-    if review.get("metadata").is_none() {
-        review["metadata"] = json!({});
-    }
-    review["status"] = json!({"allowed": allowed});
-    review
+    json!({"allowed": allowed})
+}
+
+/// The rules a user has, as `kubectl auth can-i --list` reads them.
+fn rules_status(shared: &Shared, user: &User) -> Value {
+    let (rules, incomplete) = shared
+        .policy
+        .lock()
+        .rules_for(&user.subjects(), user.is_admin);
+    let resource_rules: Vec<Value> = rules
+        .iter()
+        .map(|(verb, group, resource)| json!({"verbs": [verb], "apiGroups": [group], "resources": [resource]}))
+        .collect();
+    let non_resource_rules: Vec<Value> = if user.is_admin {
+        vec![json!({"verbs": ["*"], "nonResourceURLs": ["*"]})]
+    } else {
+        vec![
+            json!({"verbs": ["get"], "nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"]}),
+        ]
+    };
+    json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": incomplete})
 }
 
 /// Continue tokens carry the list's resourceVersion and the last key served, as the real server's do.

@@ -593,13 +593,16 @@ pub fn write_kubeconfig(path: &std::path::Path, entries: &[KubeconfigEntry]) -> 
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
+    // Written whole, then renamed: a reader that sees the file sees all of it.
+    let partial = path.with_extension("partial");
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
     options.mode(0o600);
     let mut file = options
-        .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
+        .open(&partial)
+        .with_context(|| format!("writing {}", partial.display()))?;
     file.write_all(kubeconfig(entries).as_bytes())?;
+    std::fs::rename(&partial, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

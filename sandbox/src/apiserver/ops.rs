@@ -345,7 +345,7 @@ pub fn unknown_fields(def: &ResourceDef, object: &Value) -> Vec<String> {
         Flavor::Namespace | Flavor::CustomResourceDefinition => {
             &["apiVersion", "kind", "metadata", "spec", "status"]
         }
-        Flavor::SelfSubjectAccessReview => &["apiVersion", "kind", "metadata", "spec", "status"],
+        Flavor::Review => &["apiVersion", "kind", "metadata", "spec", "status"],
     };
     unknown.extend(
         object
@@ -849,7 +849,10 @@ pub fn update(
     }
     let key = obj_key(old);
     if finalized {
-        return Ok(finish_removal(state, def, &key).unwrap_or_else(|| Arc::new(result)));
+        // The answer is the object as the write left it (no finalizers), at the removal's
+        // resourceVersion, as kube-apiserver answers.
+        let removed = finish_removal(state, def, &key, Some(result.clone()));
+        return Ok(removed.unwrap_or_else(|| Arc::new(result)));
     }
     let stored = state.put(&def.key(), result);
     if def.flavor == Flavor::CustomResourceDefinition {
@@ -887,7 +890,12 @@ pub fn obj_key(object: &Value) -> ObjKey {
 }
 
 /// The last step of a deletion: the object leaves storage; a CRD takes its objects with it.
-fn finish_removal(state: &mut State, def: &ResourceDef, key: &ObjKey) -> Option<Arc<Value>> {
+fn finish_removal(
+    state: &mut State,
+    def: &ResourceDef,
+    key: &ObjKey,
+    last: Option<Value>,
+) -> Option<Arc<Value>> {
     if def.flavor == Flavor::CustomResourceDefinition
         && let Some(crd) = state.get(&def.key(), key)
         && let (Some(group), Some(plural)) = (
@@ -897,7 +905,7 @@ fn finish_removal(state: &mut State, def: &ResourceDef, key: &ObjKey) -> Option<
     {
         state.drop_resource(&(group.to_string(), plural.to_string()));
     }
-    state.remove(&def.key(), key)
+    state.remove_as(&def.key(), key, last)
 }
 
 /// DeleteOptions that matter here.
@@ -1000,7 +1008,7 @@ pub fn delete(
         return Ok(Deleted::Removed(old));
     }
     Ok(Deleted::Removed(
-        finish_removal(state, def, key).unwrap_or(old),
+        finish_removal(state, def, key, None).unwrap_or(old),
     ))
 }
 
@@ -1135,7 +1143,10 @@ fn remove_finalizer(
     if let Some(list) = next["metadata"]["finalizers"].as_array_mut() {
         list.retain(|f| f != finalizer);
         if list.is_empty() {
-            finish_removal(state, def, key);
+            if let Some(meta) = next["metadata"].as_object_mut() {
+                meta.remove("finalizers");
+            }
+            finish_removal(state, def, key, Some(next));
             return;
         }
     }

@@ -1,6 +1,7 @@
 //! Decoding of the protobuf request bodies kubectl's typed clients send for built-in kinds
-//! (`application/vnd.kubernetes.protobuf`): Namespace, Secret and ConfigMap, wrapped in the
-//! `k8s\0` + runtime.Unknown envelope. Answers stay JSON, which those clients also accept.
+//! (`application/vnd.kubernetes.protobuf`), wrapped in the `k8s\0` + runtime.Unknown envelope:
+//! each kind a table of its fields (number, JSON name, type) from Kubernetes' generated.proto.
+//! Answers stay JSON, which those clients also accept.
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
@@ -72,7 +73,156 @@ fn text(bytes: &[u8]) -> Value {
     json!(String::from_utf8_lossy(bytes))
 }
 
-/// A `map<string, string>` (or bytes, base64-encoded as JSON does) entry.
+/// How a message field reads as JSON.
+#[derive(Clone, Copy)]
+enum Ty {
+    Str,
+    Bool,
+    Int,
+    /// A `metav1.Time` (seconds, nanos) as RFC 3339.
+    Time,
+    Msg(&'static [F]),
+    RepStr,
+    RepMsg(&'static [F]),
+    /// `map<string, string>`.
+    MapStr,
+    /// `map<string, bytes>`, base64 as JSON has it.
+    MapBytes,
+}
+
+/// A field: its number, its JSON name, its type.
+struct F(u64, &'static str, Ty);
+
+const OWNER_REFERENCE: &[F] = &[
+    F(1, "kind", Ty::Str),
+    F(3, "name", Ty::Str),
+    F(4, "uid", Ty::Str),
+    F(5, "apiVersion", Ty::Str),
+    F(6, "controller", Ty::Bool),
+    F(7, "blockOwnerDeletion", Ty::Bool),
+];
+const OBJECT_META: &[F] = &[
+    F(1, "name", Ty::Str),
+    F(2, "generateName", Ty::Str),
+    F(3, "namespace", Ty::Str),
+    F(5, "uid", Ty::Str),
+    F(6, "resourceVersion", Ty::Str),
+    F(11, "labels", Ty::MapStr),
+    F(12, "annotations", Ty::MapStr),
+    F(13, "ownerReferences", Ty::RepMsg(OWNER_REFERENCE)),
+    F(14, "finalizers", Ty::RepStr),
+];
+const CONFIG_MAP: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(2, "data", Ty::MapStr),
+    F(3, "binaryData", Ty::MapBytes),
+    F(4, "immutable", Ty::Bool),
+];
+const SECRET: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(2, "data", Ty::MapBytes),
+    F(3, "type", Ty::Str),
+    F(4, "stringData", Ty::MapStr),
+    F(5, "immutable", Ty::Bool),
+];
+const NAMESPACE: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(2, "spec", Ty::Msg(&[F(1, "finalizers", Ty::RepStr)])),
+];
+const RESOURCE_ATTRIBUTES: &[F] = &[
+    F(1, "namespace", Ty::Str),
+    F(2, "verb", Ty::Str),
+    F(3, "group", Ty::Str),
+    F(4, "version", Ty::Str),
+    F(5, "resource", Ty::Str),
+    F(6, "subresource", Ty::Str),
+    F(7, "name", Ty::Str),
+];
+const NON_RESOURCE_ATTRIBUTES: &[F] = &[F(1, "path", Ty::Str), F(2, "verb", Ty::Str)];
+const SELF_SUBJECT_ACCESS_REVIEW: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(
+        2,
+        "spec",
+        Ty::Msg(&[
+            F(1, "resourceAttributes", Ty::Msg(RESOURCE_ATTRIBUTES)),
+            F(2, "nonResourceAttributes", Ty::Msg(NON_RESOURCE_ATTRIBUTES)),
+        ]),
+    ),
+];
+const SUBJECT_ACCESS_REVIEW: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(
+        2,
+        "spec",
+        Ty::Msg(&[
+            F(1, "resourceAttributes", Ty::Msg(RESOURCE_ATTRIBUTES)),
+            F(2, "nonResourceAttributes", Ty::Msg(NON_RESOURCE_ATTRIBUTES)),
+            F(3, "user", Ty::Str),
+            F(4, "groups", Ty::RepStr),
+            F(6, "uid", Ty::Str),
+        ]),
+    ),
+];
+const SELF_SUBJECT_RULES_REVIEW: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(2, "spec", Ty::Msg(&[F(1, "namespace", Ty::Str)])),
+];
+const DELETE_OPTIONS: &[F] = &[
+    F(1, "gracePeriodSeconds", Ty::Int),
+    F(
+        2,
+        "preconditions",
+        Ty::Msg(&[F(1, "uid", Ty::Str), F(2, "resourceVersion", Ty::Str)]),
+    ),
+    F(3, "orphanDependents", Ty::Bool),
+    F(4, "propagationPolicy", Ty::Str),
+    F(5, "dryRun", Ty::RepStr),
+];
+const OBJECT_REFERENCE: &[F] = &[
+    F(1, "kind", Ty::Str),
+    F(2, "namespace", Ty::Str),
+    F(3, "name", Ty::Str),
+    F(4, "uid", Ty::Str),
+    F(5, "apiVersion", Ty::Str),
+    F(6, "resourceVersion", Ty::Str),
+    F(7, "fieldPath", Ty::Str),
+];
+const EVENT: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(2, "involvedObject", Ty::Msg(OBJECT_REFERENCE)),
+    F(3, "reason", Ty::Str),
+    F(4, "message", Ty::Str),
+    F(
+        5,
+        "source",
+        Ty::Msg(&[F(1, "component", Ty::Str), F(2, "host", Ty::Str)]),
+    ),
+    F(6, "firstTimestamp", Ty::Time),
+    F(7, "lastTimestamp", Ty::Time),
+    F(8, "count", Ty::Int),
+    F(9, "type", Ty::Str),
+    F(12, "action", Ty::Str),
+    F(13, "related", Ty::Msg(OBJECT_REFERENCE)),
+    F(14, "reportingComponent", Ty::Str),
+    F(15, "reportingInstance", Ty::Str),
+];
+
+/// The built-in kinds kubectl's typed clients send as protobuf, with their message layouts.
+const KINDS: &[(&str, &[F])] = &[
+    ("ConfigMap", CONFIG_MAP),
+    ("Secret", SECRET),
+    ("Namespace", NAMESPACE),
+    ("SelfSubjectAccessReview", SELF_SUBJECT_ACCESS_REVIEW),
+    ("SelfSubjectRulesReview", SELF_SUBJECT_RULES_REVIEW),
+    ("SubjectAccessReview", SUBJECT_ACCESS_REVIEW),
+    ("LocalSubjectAccessReview", SUBJECT_ACCESS_REVIEW),
+    ("SelfSubjectReview", &[F(1, "metadata", Ty::Msg(OBJECT_META))]),
+    ("DeleteOptions", DELETE_OPTIONS),
+    ("Event", EVENT),
+];
+
+/// A `map<…>` entry: key (1) and value (2).
 fn map_entry(bytes: &[u8], base64_values: bool) -> Result<(String, Value), String> {
     let mut reader = Reader::new(bytes);
     let (mut key, mut value) = (String::new(), json!(""));
@@ -91,145 +241,68 @@ fn map_entry(bytes: &[u8], base64_values: bool) -> Result<(String, Value), Strin
     Ok((key, value))
 }
 
-fn owner_reference(bytes: &[u8]) -> Result<Value, String> {
+/// `metav1.Time`: seconds (1) and nanos (2) since the epoch, in RFC 3339 as JSON has it.
+fn time(bytes: &[u8]) -> Result<Value, String> {
+    let mut reader = Reader::new(bytes);
+    let mut seconds = 0i64;
+    while let Some((number, field)) = reader.next()? {
+        if let (1, Field::Varint(v)) = (number, field) {
+            seconds = v as i64;
+        }
+    }
+    let at = jiff::Timestamp::from_second(seconds).map_err(|e| e.to_string())?;
+    Ok(json!(at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()))
+}
+
+/// A message read with its layout; fields the layout does not name are skipped, empty strings
+/// left out (JSON leaves them out too).
+fn message(bytes: &[u8], layout: &[F]) -> Result<Value, String> {
     let mut reader = Reader::new(bytes);
     let mut out = Map::new();
     while let Some((number, field)) = reader.next()? {
-        match (number, field) {
-            (1, Field::Bytes(b)) => {
-                out.insert("kind".into(), text(b));
-            }
-            (3, Field::Bytes(b)) => {
-                out.insert("name".into(), text(b));
-            }
-            (4, Field::Bytes(b)) => {
-                out.insert("uid".into(), text(b));
-            }
-            (5, Field::Bytes(b)) => {
-                out.insert("apiVersion".into(), text(b));
-            }
-            (6, Field::Varint(v)) => {
-                out.insert("controller".into(), json!(v != 0));
-            }
-            (7, Field::Varint(v)) => {
-                out.insert("blockOwnerDeletion".into(), json!(v != 0));
-            }
-            _ => {}
-        }
-    }
-    Ok(Value::Object(out))
-}
-
-fn object_meta(bytes: &[u8]) -> Result<Value, String> {
-    let mut reader = Reader::new(bytes);
-    let mut meta = Map::new();
-    let mut labels = Map::new();
-    let mut annotations = Map::new();
-    let mut owners = Vec::new();
-    let mut finalizers = Vec::new();
-    while let Some((number, field)) = reader.next()? {
-        match (number, field) {
-            (1, Field::Bytes(b)) => {
-                meta.insert("name".into(), text(b));
-            }
-            (2, Field::Bytes(b)) => {
-                meta.insert("generateName".into(), text(b));
-            }
-            (3, Field::Bytes(b)) => {
-                meta.insert("namespace".into(), text(b));
-            }
-            (5, Field::Bytes(b)) => {
-                meta.insert("uid".into(), text(b));
-            }
-            (6, Field::Bytes(b)) => {
-                meta.insert("resourceVersion".into(), text(b));
-            }
-            (11, Field::Bytes(b)) => {
-                let (k, v) = map_entry(b, false)?;
-                labels.insert(k, v);
-            }
-            (12, Field::Bytes(b)) => {
-                let (k, v) = map_entry(b, false)?;
-                annotations.insert(k, v);
-            }
-            (13, Field::Bytes(b)) => owners.push(owner_reference(b)?),
-            (14, Field::Bytes(b)) => finalizers.push(text(b)),
-            _ => {}
-        }
-    }
-    if !labels.is_empty() {
-        meta.insert("labels".into(), Value::Object(labels));
-    }
-    if !annotations.is_empty() {
-        meta.insert("annotations".into(), Value::Object(annotations));
-    }
-    if !owners.is_empty() {
-        meta.insert("ownerReferences".into(), Value::Array(owners));
-    }
-    if !finalizers.is_empty() {
-        meta.insert("finalizers".into(), Value::Array(finalizers));
-    }
-    // Empty strings are absent in JSON too.
-    meta.retain(|_, v| v.as_str() != Some(""));
-    Ok(Value::Object(meta))
-}
-
-fn kind_body(kind: &str, bytes: &[u8]) -> Result<Value, String> {
-    let mut reader = Reader::new(bytes);
-    let mut out = Map::new();
-    let mut data = Map::new();
-    let mut binary = Map::new();
-    let mut string_data = Map::new();
-    while let Some((number, field)) = reader.next()? {
-        match (kind, number, field) {
-            (_, 1, Field::Bytes(b)) => {
-                out.insert("metadata".into(), object_meta(b)?);
-            }
-            ("ConfigMap", 2, Field::Bytes(b)) => {
-                let (k, v) = map_entry(b, false)?;
-                data.insert(k, v);
-            }
-            ("ConfigMap", 3, Field::Bytes(b)) => {
-                let (k, v) = map_entry(b, true)?;
-                binary.insert(k, v);
-            }
-            ("ConfigMap", 4, Field::Varint(v)) | ("Secret", 5, Field::Varint(v)) => {
-                out.insert("immutable".into(), json!(v != 0));
-            }
-            ("Secret", 2, Field::Bytes(b)) => {
-                let (k, v) = map_entry(b, true)?;
-                data.insert(k, v);
-            }
-            ("Secret", 3, Field::Bytes(b)) => {
-                out.insert("type".into(), text(b));
-            }
-            ("Secret", 4, Field::Bytes(b)) => {
-                let (k, v) = map_entry(b, false)?;
-                string_data.insert(k, v);
-            }
-            ("Namespace", 2, Field::Bytes(b)) => {
-                let mut spec = Reader::new(b);
-                let mut finalizers = Vec::new();
-                while let Some((n, f)) = spec.next()? {
-                    if let (1, Field::Bytes(x)) = (n, f) {
-                        finalizers.push(text(x));
-                    }
+        let Some(F(_, name, ty)) = layout.iter().find(|f| f.0 == number) else {
+            continue;
+        };
+        let name = name.to_string();
+        match (ty, field) {
+            (Ty::Str, Field::Bytes(b)) => {
+                if !b.is_empty() {
+                    out.insert(name, text(b));
                 }
-                out.insert("spec".into(), json!({"finalizers": finalizers}));
             }
-            _ => {}
+            (Ty::Bool, Field::Varint(v)) => {
+                out.insert(name, json!(v != 0));
+            }
+            (Ty::Int, Field::Varint(v)) => {
+                out.insert(name, json!(v as i64));
+            }
+            (Ty::Time, Field::Bytes(b)) => {
+                out.insert(name, time(b)?);
+            }
+            (Ty::Msg(inner), Field::Bytes(b)) => {
+                out.insert(name, message(b, inner)?);
+            }
+            (Ty::RepStr, Field::Bytes(b)) => push(&mut out, name, text(b)),
+            (Ty::RepMsg(inner), Field::Bytes(b)) => push(&mut out, name, message(b, inner)?),
+            (Ty::MapStr | Ty::MapBytes, Field::Bytes(b)) => {
+                let (key, value) = map_entry(b, matches!(ty, Ty::MapBytes))?;
+                let map = out.entry(name).or_insert_with(|| json!({}));
+                map[key] = value;
+            }
+            _ => {
+                return Err(format!(
+                    "field {number} ({name}) has an unexpected wire type"
+                ));
+            }
         }
     }
-    if !data.is_empty() {
-        out.insert("data".into(), Value::Object(data));
-    }
-    if !binary.is_empty() {
-        out.insert("binaryData".into(), Value::Object(binary));
-    }
-    if !string_data.is_empty() {
-        out.insert("stringData".into(), Value::Object(string_data));
-    }
     Ok(Value::Object(out))
+}
+
+fn push(out: &mut Map<String, Value>, name: String, item: Value) {
+    if let Value::Array(items) = out.entry(name).or_insert_with(|| json!([])) {
+        items.push(item);
+    }
 }
 
 /// Decodes an enveloped protobuf body into the JSON the server works on.
@@ -258,12 +331,12 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
             _ => {}
         }
     }
-    if !matches!(kind.as_str(), "ConfigMap" | "Secret" | "Namespace") {
+    let Some((_, layout)) = KINDS.iter().find(|(k, _)| *k == kind) else {
         return Err(format!(
             "protobuf decoding of {kind} is not supported by the sandbox"
         ));
-    }
-    let mut object = kind_body(&kind, raw)?;
+    };
+    let mut object = message(raw, layout)?;
     object["apiVersion"] = json!(api_version);
     object["kind"] = json!(kind);
     Ok(object)

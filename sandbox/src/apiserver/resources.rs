@@ -44,7 +44,8 @@ pub enum Flavor {
     Secret,
     ConfigMap,
     CustomResourceDefinition,
-    SelfSubjectAccessReview,
+    /// A create-only review (access, rules, who am I): answered, never stored.
+    Review,
     Custom,
 }
 
@@ -171,17 +172,52 @@ pub fn builtins() -> Vec<Arc<ResourceDef>> {
         Flavor::CustomResourceDefinition,
     );
     crds.categories = vec!["api-extensions".to_string()];
-    let mut ssar = builtin(
-        "authorization.k8s.io",
-        "v1",
-        "selfsubjectaccessreviews",
-        "SelfSubjectAccessReview",
-        false,
-        &[],
-        false,
-        Flavor::SelfSubjectAccessReview,
-    );
-    ssar.verbs = vec!["create"];
+    let review = |group: &str, plural: &str, kind: &str, namespaced: bool| {
+        let mut def = builtin(
+            group,
+            "v1",
+            plural,
+            kind,
+            namespaced,
+            &[],
+            false,
+            Flavor::Review,
+        );
+        def.verbs = vec!["create"];
+        Arc::new(def)
+    };
+    let reviews = [
+        review(
+            "authentication.k8s.io",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            false,
+        ),
+        review(
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            false,
+        ),
+        review(
+            "authorization.k8s.io",
+            "selfsubjectrulesreviews",
+            "SelfSubjectRulesReview",
+            false,
+        ),
+        review(
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            false,
+        ),
+        review(
+            "authorization.k8s.io",
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            true,
+        ),
+    ];
     vec![
         Arc::new(builtin(
             "",
@@ -214,8 +250,10 @@ pub fn builtins() -> Vec<Arc<ResourceDef>> {
             Flavor::ConfigMap,
         )),
         Arc::new(crds),
-        Arc::new(ssar),
     ]
+    .into_iter()
+    .chain(reviews)
+    .collect()
 }
 
 fn strings(value: &Value) -> Vec<String> {

@@ -269,6 +269,18 @@ impl State {
 
     /// Removes an object for good; the DELETED event carries a new resourceVersion.
     pub fn remove(&mut self, res: &ResKey, key: &ObjKey) -> Option<Arc<Value>> {
+        self.remove_as(res, key, None)
+    }
+
+    /// Removes an object whose last state is `last` (the update that emptied its finalizers) or,
+    /// without one, as stored; that state, at the removal's resourceVersion, is what the DELETED
+    /// event carries and what is returned.
+    pub fn remove_as(
+        &mut self,
+        res: &ResKey,
+        key: &ObjKey,
+        last: Option<Value>,
+    ) -> Option<Arc<Value>> {
         let previous = self.objects.get_mut(res)?.remove(key)?;
         self.rv += 1;
         let uid = uid_of(&previous).to_string();
@@ -285,7 +297,7 @@ impl State {
         if let Some(dependents) = self.dependents.remove(&uid) {
             self.gc_candidates.extend(dependents);
         }
-        let mut last = (*previous).clone();
+        let mut last = last.unwrap_or_else(|| (*previous).clone());
         last["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let last = Arc::new(last);
         self.record(Event {
