@@ -28,13 +28,13 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
-    /// A write that changes state: not a read, not a dry run, not an access review.
+    /// A write that changes state: not a read, not a dry run, not a review (reviews only ask).
     pub fn is_mutation(&self) -> bool {
         matches!(
             self.verb.as_str(),
             "create" | "update" | "patch" | "delete" | "deletecollection"
         ) && !self.dry_run
-            && self.resource != "selfsubjectaccessreviews"
+            && !self.is_review()
             && (200..300).contains(&self.code)
     }
 
@@ -43,7 +43,12 @@ impl RequestRecord {
             self.verb.as_str(),
             "create" | "update" | "patch" | "delete" | "deletecollection"
         ) && !self.dry_run
-            && self.resource != "selfsubjectaccessreviews"
+            && !self.is_review()
+    }
+
+    /// A create of a review (access, rules, who-am-i): answered, never stored.
+    fn is_review(&self) -> bool {
+        self.resource.ends_with("reviews")
     }
 }
 

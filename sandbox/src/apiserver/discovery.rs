@@ -106,7 +106,13 @@ fn storage_hash(def: &ResourceDef) -> String {
 pub fn api_resource_list(defs: &[Arc<ResourceDef>], group: &str, version: &str) -> Option<Value> {
     let mut resources = Vec::new();
     let mut found = false;
-    for def in defs.iter().filter(|d| d.group == group) {
+    // Built-in kinds in name order, as kube-apiserver registers them; CRDs as they were defined.
+    let mut in_group: Vec<&Arc<ResourceDef>> = defs.iter().filter(|d| d.group == group).collect();
+    in_group.sort_by(|a, b| match (a.is_custom(), b.is_custom()) {
+        (false, false) => a.plural.cmp(&b.plural),
+        _ => std::cmp::Ordering::Equal,
+    });
+    for def in in_group {
         let Some(v) = def.version(version) else {
             continue;
         };
@@ -380,10 +386,12 @@ mod tests {
             .iter()
             .map(|r| r["name"].as_str().unwrap())
             .collect();
-        assert_eq!(
-            names,
-            vec!["namespaces", "namespaces/status", "secrets", "configmaps"]
-        );
+        for (name, at) in [("bindings", 0), ("componentstatuses", 1), ("configmaps", 2)] {
+            assert_eq!(names[at], name, "in name order: {names:?}");
+        }
+        let namespaces = names.iter().position(|n| *n == "namespaces").unwrap();
+        assert_eq!(names[namespaces + 1], "namespaces/status");
+        assert!(names.contains(&"pods") && names.contains(&"services/status"));
         assert!(api_resource_list(&defs, "nope", "v1").is_none());
     }
 

@@ -265,8 +265,14 @@ fn route(
 
 fn parse_body(body: &Bytes, content_type: &str) -> ApiResult<Value> {
     if content_type.starts_with(super::protobuf::CONTENT_TYPE) {
-        return super::protobuf::decode(body)
-            .map_err(|e| ApiError::bad_request(format!("unable to decode protobuf body: {e}")));
+        return super::protobuf::decode(body).map_err(|e| match e {
+            super::protobuf::Undecodable::Kind(_) => {
+                ApiError::unsupported_media_type(&["application/json", "application/yaml"])
+            }
+            super::protobuf::Undecodable::Malformed(e) => {
+                ApiError::bad_request(format!("unable to decode protobuf body: {e}"))
+            }
+        });
     }
     if content_type.contains("yaml") {
         if let Ok(value) = serde_json::from_slice::<Value>(body) {
@@ -1204,4 +1210,76 @@ fn patch(
         ));
     }
     Ok(Reply::Json(200, ops::at_version(&updated, def, version)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ApiServer;
+
+    #[test]
+    fn the_field_manager_comes_from_the_query_else_the_user_agent_else_unknown() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(field_manager(&Query::parse(None), &headers), "unknown");
+        headers.insert(
+            header::USER_AGENT,
+            "kubectl/v1.33.1 (linux/amd64)".parse().unwrap(),
+        );
+        assert_eq!(field_manager(&Query::parse(None), &headers), "kubectl");
+        let query = Query::parse(Some("fieldManager=capi"));
+        assert_eq!(field_manager(&query, &headers), "capi");
+    }
+
+    #[test]
+    fn bodies_kubectl_cannot_send_otherwise_are_415_and_broken_ones_400() {
+        let protobuf = "application/vnd.kubernetes.protobuf";
+        let unknown_kind = [b"k8s\0".as_slice(), &[0x0a, 0x06, 0x12, 0x04], b"Node"].concat();
+        let unsupported = parse_body(&Bytes::from(unknown_kind), protobuf).unwrap_err();
+        assert_eq!(
+            (unsupported.code, unsupported.reason),
+            (415, "UnsupportedMediaType")
+        );
+        let broken = parse_body(&Bytes::from_static(b"no envelope"), protobuf).unwrap_err();
+        assert_eq!((broken.code, broken.reason), (400, "BadRequest"));
+        let json = parse_body(&Bytes::from_static(b"{not json"), "application/json").unwrap_err();
+        assert_eq!((json.code, json.reason), (400, "BadRequest"));
+    }
+
+    #[test]
+    fn delete_options_read_preconditions_propagation_and_dry_run() {
+        let body = Bytes::from_static(
+            br#"{"kind":"DeleteOptions","propagationPolicy":"Foreground","preconditions":{"uid":"u1"},"dryRun":["All"]}"#,
+        );
+        let (options, dry_run) = delete_options(&body, "application/json").unwrap();
+        assert_eq!(options.propagation.as_deref(), Some("Foreground"));
+        assert_eq!(options.precondition_uid.as_deref(), Some("u1"));
+        assert!(dry_run);
+        let (none, dry_run) = delete_options(&Bytes::new(), "application/json").unwrap();
+        assert!(none.propagation.is_none() && !dry_run);
+        let broken = delete_options(&Bytes::from_static(b"[1"), "application/json").unwrap_err();
+        assert_eq!((broken.code, broken.reason), (400, "BadRequest"));
+    }
+
+    #[test]
+    fn rules_reviews_list_what_a_user_was_granted() {
+        let server = ApiServer::default();
+        server.grant("nobody", "get", "", "secrets");
+        let nobody = User {
+            name: "nobody".into(),
+            groups: vec![],
+            is_admin: false,
+        };
+        let status = rules_status(&server.shared, &nobody);
+        assert_eq!(
+            status["resourceRules"],
+            json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["secrets"]}])
+        );
+        assert_eq!(status["incomplete"], false);
+        server.deny("delete", "secrets");
+        assert_eq!(
+            rules_status(&server.shared, &nobody)["incomplete"],
+            true,
+            "denials cannot be listed as rules"
+        );
+    }
 }

@@ -3,6 +3,7 @@
 //! `kube::Client::new`) or over HTTP(S) on loopback.
 
 mod body;
+mod builtin_kinds;
 pub mod control;
 mod discovery;
 pub mod fields;

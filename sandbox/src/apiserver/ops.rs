@@ -324,7 +324,8 @@ pub fn unknown_fields(def: &ResourceDef, object: &Value) -> Vec<String> {
         .map(|(k, _)| format!("metadata.{k}"))
         .collect();
     let top: &[&str] = match def.flavor {
-        Flavor::Custom => return unknown,
+        // No schema: what is not metadata is kept as sent.
+        Flavor::Custom | Flavor::Generic => return unknown,
         Flavor::Secret => &[
             "apiVersion",
             "kind",
@@ -1299,5 +1300,121 @@ pub fn server_side_apply(
             let updated = update(state, at, &live, merged, UpdateKind::Patch, ctx)?;
             Ok((updated, false))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh store with namespace `ns`.
+    fn state() -> State {
+        let mut state = State::new(tokio::sync::broadcast::channel(16).0, 100);
+        let namespaces = state.lookup("", "v1", "namespaces").unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}});
+        create(&mut state, &namespaces, "v1", None, ns, &ctx(), false).unwrap();
+        state
+    }
+
+    fn ctx() -> WriteCtx {
+        WriteCtx {
+            manager: "test".into(),
+            api_version: "v1".into(),
+            dry_run: false,
+            time: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+
+    fn def(state: &State, group: &str, version: &str, plural: &str) -> Arc<ResourceDef> {
+        state.lookup(group, version, plural).expect("served")
+    }
+
+    #[test]
+    fn creates_answer_conflicts_and_invalid_names_as_the_apiserver_does() {
+        let mut state = state();
+        let roles = def(&state, "rbac.authorization.k8s.io", "v1", "roles");
+        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "r1"}, "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]});
+        let created = create(
+            &mut state,
+            &roles,
+            "v1",
+            Some("ns"),
+            role.clone(),
+            &ctx(),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            created["rules"], role["rules"],
+            "a built-in kind is stored as sent"
+        );
+        assert_eq!(created["metadata"]["namespace"], "ns");
+        let again = create(&mut state, &roles, "v1", Some("ns"), role, &ctx(), false).unwrap_err();
+        assert_eq!((again.code, again.reason), (409, "AlreadyExists"));
+        let elsewhere = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "r2"}});
+        let missing = create(
+            &mut state,
+            &roles,
+            "v1",
+            Some("gone"),
+            elsewhere,
+            &ctx(),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!((missing.code, missing.reason), (404, "NotFound"));
+        let bad = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "Bad_Name"}});
+        let invalid = create(&mut state, &roles, "v1", Some("ns"), bad, &ctx(), false).unwrap_err();
+        assert_eq!((invalid.code, invalid.reason), (422, "Invalid"));
+    }
+
+    #[test]
+    fn updates_with_a_stale_resource_version_or_another_uid_conflict() {
+        let mut state = state();
+        let leases = def(&state, "coordination.k8s.io", "v1", "leases");
+        let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l1"}});
+        let old = create(&mut state, &leases, "v1", Some("ns"), lease, &ctx(), false).unwrap();
+        let at = At {
+            def: &leases,
+            version: "v1",
+            subresource: None,
+        };
+        let mut stale = (*old).clone();
+        stale["metadata"]["resourceVersion"] = json!("1");
+        let conflict = update(&mut state, at, &old, stale, UpdateKind::Patch, &ctx()).unwrap_err();
+        assert_eq!((conflict.code, conflict.reason), (409, "Conflict"));
+        let at = At {
+            def: &leases,
+            version: "v1",
+            subresource: None,
+        };
+        let mut other = (*old).clone();
+        other["metadata"]["uid"] = json!("someone-else");
+        let precondition =
+            update(&mut state, at, &old, other, UpdateKind::Patch, &ctx()).unwrap_err();
+        assert_eq!(precondition.code, 409);
+        assert!(
+            precondition
+                .message
+                .contains("Precondition failed: UID in precondition")
+        );
+    }
+
+    #[test]
+    fn only_kinds_with_a_closed_schema_report_unknown_top_level_fields() {
+        let state = state();
+        let object = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "a", "bogus": 1}, "extra": true});
+        let secrets = def(&state, "", "v1", "secrets");
+        assert_eq!(
+            unknown_fields(&secrets, &object),
+            ["metadata.bogus", "extra"]
+        );
+        let pods = def(&state, "", "v1", "pods");
+        assert_eq!(
+            unknown_fields(&pods, &object),
+            ["metadata.bogus"],
+            "a generic built-in keeps what it is sent, but metadata is always checked"
+        );
     }
 }

@@ -208,6 +208,113 @@ const EVENT: &[F] = &[
     F(15, "reportingInstance", Ty::Str),
 ];
 
+const LABEL_SELECTOR: &[F] = &[
+    F(1, "matchLabels", Ty::MapStr),
+    F(
+        2,
+        "matchExpressions",
+        Ty::RepMsg(&[
+            F(1, "key", Ty::Str),
+            F(2, "operator", Ty::Str),
+            F(3, "values", Ty::RepStr),
+        ]),
+    ),
+];
+const CONTAINER: &[F] = &[
+    F(1, "name", Ty::Str),
+    F(2, "image", Ty::Str),
+    F(3, "command", Ty::RepStr),
+    F(4, "args", Ty::RepStr),
+    F(5, "workingDir", Ty::Str),
+    F(
+        6,
+        "ports",
+        Ty::RepMsg(&[
+            F(1, "name", Ty::Str),
+            F(2, "hostPort", Ty::Int),
+            F(3, "containerPort", Ty::Int),
+            F(4, "protocol", Ty::Str),
+            F(5, "hostIP", Ty::Str),
+        ]),
+    ),
+    F(
+        7,
+        "env",
+        Ty::RepMsg(&[F(1, "name", Ty::Str), F(2, "value", Ty::Str)]),
+    ),
+    // Quantities are not read; an empty requirement stays `{}` as kubectl sends it.
+    F(8, "resources", Ty::Msg(&[])),
+    F(14, "imagePullPolicy", Ty::Str),
+];
+const POD_SPEC: &[F] = &[
+    F(2, "containers", Ty::RepMsg(CONTAINER)),
+    F(3, "restartPolicy", Ty::Str),
+    F(8, "serviceAccountName", Ty::Str),
+    F(20, "initContainers", Ty::RepMsg(CONTAINER)),
+];
+const DEPLOYMENT: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(
+        2,
+        "spec",
+        Ty::Msg(&[
+            F(1, "replicas", Ty::Int),
+            F(2, "selector", Ty::Msg(LABEL_SELECTOR)),
+            F(
+                3,
+                "template",
+                Ty::Msg(&[
+                    F(1, "metadata", Ty::Msg(OBJECT_META)),
+                    F(2, "spec", Ty::Msg(POD_SPEC)),
+                ]),
+            ),
+            F(4, "strategy", Ty::Msg(&[F(1, "type", Ty::Str)])),
+            F(5, "minReadySeconds", Ty::Int),
+            F(6, "revisionHistoryLimit", Ty::Int),
+            F(7, "paused", Ty::Bool),
+            F(9, "progressDeadlineSeconds", Ty::Int),
+        ]),
+    ),
+    F(3, "status", Ty::Msg(&[])),
+];
+const POLICY_RULE: &[F] = &[
+    F(1, "verbs", Ty::RepStr),
+    F(2, "apiGroups", Ty::RepStr),
+    F(3, "resources", Ty::RepStr),
+    F(4, "resourceNames", Ty::RepStr),
+    F(5, "nonResourceURLs", Ty::RepStr),
+];
+const ROLE: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(2, "rules", Ty::RepMsg(POLICY_RULE)),
+];
+const ROLE_BINDING: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(
+        2,
+        "subjects",
+        Ty::RepMsg(&[
+            F(1, "kind", Ty::Str),
+            F(2, "apiGroup", Ty::Str),
+            F(3, "name", Ty::Str),
+            F(4, "namespace", Ty::Str),
+        ]),
+    ),
+    F(
+        3,
+        "roleRef",
+        Ty::Msg(&[
+            F(1, "apiGroup", Ty::Str),
+            F(2, "kind", Ty::Str),
+            F(3, "name", Ty::Str),
+        ]),
+    ),
+];
+const SERVICE_ACCOUNT: &[F] = &[
+    F(1, "metadata", Ty::Msg(OBJECT_META)),
+    F(4, "automountServiceAccountToken", Ty::Bool),
+];
+
 /// The built-in kinds kubectl's typed clients send as protobuf, with their message layouts.
 const KINDS: &[(&str, &[F])] = &[
     ("ConfigMap", CONFIG_MAP),
@@ -217,9 +324,18 @@ const KINDS: &[(&str, &[F])] = &[
     ("SelfSubjectRulesReview", SELF_SUBJECT_RULES_REVIEW),
     ("SubjectAccessReview", SUBJECT_ACCESS_REVIEW),
     ("LocalSubjectAccessReview", SUBJECT_ACCESS_REVIEW),
-    ("SelfSubjectReview", &[F(1, "metadata", Ty::Msg(OBJECT_META))]),
+    (
+        "SelfSubjectReview",
+        &[F(1, "metadata", Ty::Msg(OBJECT_META))],
+    ),
     ("DeleteOptions", DELETE_OPTIONS),
     ("Event", EVENT),
+    ("Deployment", DEPLOYMENT),
+    ("Role", ROLE),
+    ("ClusterRole", ROLE),
+    ("RoleBinding", ROLE_BINDING),
+    ("ClusterRoleBinding", ROLE_BINDING),
+    ("ServiceAccount", SERVICE_ACCOUNT),
 ];
 
 /// A `map<…>` entry: key (1) and value (2).
@@ -305,8 +421,21 @@ fn push(out: &mut Map<String, Value>, name: String, item: Value) {
     }
 }
 
+/// Why a protobuf body could not be read.
+#[derive(Debug, PartialEq)]
+pub enum Undecodable {
+    /// A kind this server has no field table for (the client must send JSON).
+    Kind(String),
+    /// Not a well-formed body.
+    Malformed(String),
+}
+
 /// Decodes an enveloped protobuf body into the JSON the server works on.
-pub fn decode(body: &[u8]) -> Result<Value, String> {
+pub fn decode(body: &[u8]) -> Result<Value, Undecodable> {
+    decode_envelope(body).map_err(Undecodable::Malformed)?
+}
+
+fn decode_envelope(body: &[u8]) -> Result<Result<Value, Undecodable>, String> {
     let envelope = body
         .strip_prefix(MAGIC)
         .ok_or("missing the k8s protobuf prefix")?;
@@ -332,14 +461,12 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
         }
     }
     let Some((_, layout)) = KINDS.iter().find(|(k, _)| *k == kind) else {
-        return Err(format!(
-            "protobuf decoding of {kind} is not supported by the sandbox"
-        ));
+        return Ok(Err(Undecodable::Kind(kind)));
     };
     let mut object = message(raw, layout)?;
     object["apiVersion"] = json!(api_version);
     object["kind"] = json!(kind);
-    Ok(object)
+    Ok(Ok(object))
 }
 
 #[cfg(test)]

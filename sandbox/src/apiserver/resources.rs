@@ -46,6 +46,8 @@ pub enum Flavor {
     CustomResourceDefinition,
     /// A create-only review (access, rules, who am I): answered, never stored.
     Review,
+    /// Any other built-in kind: stored as given (see `builtin_kinds`).
+    Generic,
     Custom,
 }
 
@@ -253,6 +255,7 @@ pub fn builtins() -> Vec<Arc<ResourceDef>> {
     ]
     .into_iter()
     .chain(reviews)
+    .chain(super::builtin_kinds::generic_builtins())
     .collect()
 }
 

@@ -682,3 +682,242 @@ async fn token_and_tls_are_enforced() {
     assert_eq!(forbidden.code, 1);
     assert!(forbidden.stderr.contains("User \"nobody\" cannot list resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"default\""), "{}", forbidden.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_can_i_answers_yes_and_no_for_users_tokens_and_impersonation() {
+    let k = Kubectl::start(ServerOptions {
+        tls: true,
+        token: Some("s3cret".into()),
+        ..ServerOptions::default()
+    })
+    .await;
+    let can_i = |args: &'static [&'static str]| async { k.run(args).await };
+    // The admin token: yes (kubectl sends the review as protobuf).
+    let yes = can_i(&[
+        "auth",
+        "can-i",
+        "create",
+        "clusters.cluster.x-k8s.io",
+        "-n",
+        "ns1",
+    ])
+    .await;
+    assert_eq!((yes.code, yes.stdout.trim()), (0, "yes"), "{}", yes.stderr);
+    // Impersonated, without permissions: no (exit 1, as kubectl reports a denial).
+    let no = can_i(&["auth", "can-i", "delete", "secrets", "--as", "nobody"]).await;
+    assert_eq!((no.code, no.stdout.trim()), (1, "no"), "{}", no.stderr);
+    k.server.grant("nobody", "get", "", "secrets");
+    let granted = can_i(&["auth", "can-i", "get", "secrets", "--as", "nobody"]).await;
+    assert_eq!(granted.stdout.trim(), "yes");
+    // Denied to everyone, the token's user included.
+    k.server.deny("delete", "configmaps");
+    let denied = can_i(&["auth", "can-i", "delete", "configmaps"]).await;
+    assert_eq!((denied.code, denied.stdout.trim()), (1, "no"));
+    // The rules review behind --list, and who-am-i.
+    let list = can_i(&["auth", "can-i", "--list", "--as", "nobody"])
+        .await
+        .ok();
+    assert!(
+        list.stdout
+            .lines()
+            .any(|l| l.starts_with("secrets ") && l.contains("[get]")),
+        "{}",
+        list.stdout
+    );
+    let whoami = can_i(&["auth", "whoami", "--as", "nobody", "-o", "json"])
+        .await
+        .ok();
+    assert_eq!(whoami.json()["status"]["userInfo"]["username"], "nobody");
+    assert!(k.server.mutations().is_empty(), "reviews store nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protobuf_bodies_read_as_kubectl_means_them() {
+    let k = Kubectl::start(ServerOptions::default()).await;
+    // Each imperative create sends protobuf; what the server stores is what kubectl itself renders
+    // as JSON for the same command, but for the fields a server sets.
+    for args in [
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=3",
+            "--port=80",
+        ][..],
+        &[
+            "create",
+            "role",
+            "r1",
+            "--verb=get,list",
+            "--resource=pods,deployments.apps",
+            "--resource-name=a",
+        ],
+        &[
+            "create",
+            "clusterrole",
+            "cr1",
+            "--verb=get",
+            "--non-resource-url=/logs",
+        ],
+        &[
+            "create",
+            "rolebinding",
+            "rb1",
+            "--role=r1",
+            "--user=alice",
+            "--serviceaccount=default:sa1",
+        ],
+        &[
+            "create",
+            "clusterrolebinding",
+            "crb1",
+            "--clusterrole=cr1",
+            "--group=devs",
+        ],
+        &["create", "serviceaccount", "sa1"],
+        &[
+            "create",
+            "secret",
+            "generic",
+            "s1",
+            "--from-literal=a=b",
+            "--type=Opaque",
+        ],
+        &[
+            "create",
+            "configmap",
+            "c1",
+            "--from-literal=x=y",
+            "--from-literal=z=w",
+        ],
+    ] {
+        let strip = |mut object: Value| {
+            let meta = object["metadata"].as_object_mut().unwrap();
+            for server_set in [
+                "creationTimestamp",
+                "uid",
+                "resourceVersion",
+                "managedFields",
+                "generation",
+                "namespace",
+            ] {
+                meta.remove(server_set);
+            }
+            object.as_object_mut().unwrap().remove("status");
+            object
+        };
+        let mut client = args.to_vec();
+        client.extend(["--dry-run=client", "-o", "json"]);
+        let want = strip(k.run(&client).await.ok().json());
+        let mut sent = args.to_vec();
+        sent.extend(["-o", "json"]);
+        let got = strip(k.run(&sent).await.ok().json());
+        assert_eq!(got, want, "{args:?}");
+    }
+    let deleted = k
+        .run(&["delete", "deployment", "web", "--cascade=foreground"])
+        .await
+        .ok();
+    assert!(deleted.stdout.contains("deleted"), "{}", deleted.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_in_groups_are_served_and_store_objects() {
+    let k = Kubectl::start(ServerOptions::default()).await;
+    let resources = k.run(&["api-resources", "-o", "name"]).await.ok();
+    for resource in [
+        "pods",
+        "services",
+        "deployments.apps",
+        "jobs.batch",
+        "cronjobs.batch",
+        "roles.rbac.authorization.k8s.io",
+        "leases.coordination.k8s.io",
+        "horizontalpodautoscalers.autoscaling",
+        "poddisruptionbudgets.policy",
+        "ingresses.networking.k8s.io",
+        "storageclasses.storage.k8s.io",
+        "endpointslices.discovery.k8s.io",
+        "priorityclasses.scheduling.k8s.io",
+        "flowschemas.flowcontrol.apiserver.k8s.io",
+        "deviceclasses.resource.k8s.io",
+        "clusters.cluster.x-k8s.io",
+    ] {
+        assert!(
+            resources.stdout.lines().any(|l| l == resource),
+            "{resource} in api-resources: {}",
+            resources.stdout
+        );
+    }
+    assert_eq!(
+        k.run(&["get", "deployments,jobs,roles", "-A"])
+            .await
+            .ok()
+            .stderr
+            .trim(),
+        "No resources found"
+    );
+    let manifests = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reader}
+rules: [{apiGroups: [''], resources: [pods], verbs: [get, list]}]
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: leader}
+spec: {holderIdentity: me, leaseDurationSeconds: 15}
+";
+    k.run_with_input(&["create", "-f", "-"], manifests)
+        .await
+        .ok();
+    let got = k
+        .run(&[
+            "get",
+            "deployment/web",
+            "role/reader",
+            "lease/leader",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    let items = got["items"].as_array().unwrap();
+    assert_eq!(items[0]["spec"]["replicas"], 2);
+    assert_eq!(
+        items[1]["rules"][0]["verbs"],
+        serde_json::json!(["get", "list"])
+    );
+    assert_eq!(items[2]["spec"]["holderIdentity"], "me");
+    let listed = k
+        .run(&["get", "deployments,roles,leases", "-o", "name"])
+        .await
+        .ok();
+    assert_eq!(
+        listed.stdout,
+        "deployment.apps/web\nrole.rbac.authorization.k8s.io/reader\nlease.coordination.k8s.io/leader\n"
+    );
+    k.run(&["delete", "-f", "-"]).await;
+    k.run_with_input(&["delete", "-f", "-"], manifests)
+        .await
+        .ok();
+    assert_eq!(
+        k.run(&["get", "deployments,roles,leases"])
+            .await
+            .ok()
+            .stderr
+            .trim(),
+        "No resources found in default namespace."
+    );
+}

@@ -309,6 +309,24 @@ async fn finalizers_hold_deletion() {
     )
     .await;
     assert_eq!(release.code, 200);
+    // The answer is the object as the patch left it — no finalizers, still marked for deletion,
+    // at a newer resourceVersion — and then it is gone.
+    assert!(
+        release.body["metadata"].get("finalizers").is_none(),
+        "{}",
+        release.body
+    );
+    assert!(release.body["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(release.body["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert_eq!(release.body["metadata"]["name"], "held");
+    let rv = |v: &serde_json::Value| {
+        v["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert!(rv(&release.body) > rv(&deleting.body));
     assert_eq!(get(&client, &path).await.code, 404);
     assert_eq!(
         raw(&client, "DELETE", &path, "application/json", "")
@@ -729,7 +747,26 @@ async fn impersonated_users_need_grants_and_denials_apply_to_all() {
     )
     .await;
     assert_eq!(answer.code, 201);
-    assert_eq!(answer.body["status"]["allowed"], false);
+    // As a real server answers: the review as sent, one Update entry for the fields sent (the
+    // manager from the User-Agent, `unknown` without one), and the decision alone.
+    assert_eq!(answer.body["kind"], "SelfSubjectAccessReview");
+    assert_eq!(answer.body["apiVersion"], "authorization.k8s.io/v1");
+    assert_eq!(answer.body["spec"], review["spec"]);
+    assert_eq!(answer.body["status"], json!({"allowed": false}));
+    let meta = answer.body["metadata"].as_object().unwrap();
+    assert_eq!(meta.keys().collect::<Vec<_>>(), ["managedFields"]);
+    let entries = meta["managedFields"].as_array().unwrap();
+    assert_eq!(entries.len(), 1);
+    let entry = &entries[0];
+    assert_eq!(entry["manager"], "unknown");
+    assert_eq!(entry["operation"], "Update");
+    assert_eq!(entry["apiVersion"], "authorization.k8s.io/v1");
+    assert_eq!(entry["fieldsType"], "FieldsV1");
+    assert!(entry["time"].is_string());
+    assert_eq!(
+        entry["fieldsV1"],
+        json!({"f:spec": {"f:resourceAttributes": {".": {}, "f:group": {}, "f:namespace": {}, "f:resource": {}, "f:verb": {}}}})
+    );
     server.grant("nobody", "list", "cluster.x-k8s.io", "clusters");
     assert_eq!(get(&nobody, WIDGETS).await.code, 200);
 
