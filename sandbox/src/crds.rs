@@ -68,6 +68,8 @@ const ADDONS: &str = "addons.cluster.x-k8s.io";
 const CONTROL_PLANE: &str = "controlplane.cluster.x-k8s.io";
 const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io";
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
+const IPAM: &str = "ipam.cluster.x-k8s.io";
+const RUNTIME: &str = "runtime.cluster.x-k8s.io";
 
 pub const KINDS: &[Kind] = &[
     k(
@@ -250,6 +252,38 @@ pub const KINDS: &[Kind] = &[
         false,
         false,
     ),
+    // The core provider's IPAM contract and runtime extensions: nothing here uses them, but a
+    // real management cluster serves them.
+    k(
+        IPAM,
+        "IPAddress",
+        "ipaddresses",
+        &[],
+        "cluster-api",
+        false,
+        false,
+    ),
+    k(
+        IPAM,
+        "IPAddressClaim",
+        "ipaddressclaims",
+        &[],
+        "cluster-api",
+        true,
+        false,
+    ),
+    Kind {
+        namespaced: false,
+        ..k(
+            RUNTIME,
+            "ExtensionConfig",
+            "extensionconfigs",
+            &["ext"],
+            "cluster-api",
+            true,
+            false,
+        )
+    },
 ];
 
 fn version(name: &str, storage: bool, kind: &Kind, deprecated: bool) -> Value {

@@ -233,8 +233,18 @@ pub fn read_entries(object: &Value) -> Vec<Entry> {
 }
 
 pub fn write_entries(object: &mut Value, entries: &[Entry]) {
-    let rendered: Vec<Value> = entries
-        .iter()
+    // In kube-apiserver's order: by operation, then time, manager and apiVersion.
+    let mut sorted: Vec<&Entry> = entries.iter().collect();
+    sorted.sort_by(|a, b| {
+        (&a.operation, &a.time, &a.manager, &a.api_version).cmp(&(
+            &b.operation,
+            &b.time,
+            &b.manager,
+            &b.api_version,
+        ))
+    });
+    let rendered: Vec<Value> = sorted
+        .into_iter()
         .map(|e| {
             let mut v = json!({
                 "manager": e.manager,
@@ -507,6 +517,35 @@ fn deep_merge(target: &mut Value, patch: &Value, scope: Scope) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn entries_are_written_in_the_apiservers_order() {
+        let entry = |manager: &str, operation: &str, time: &str| Entry {
+            manager: manager.into(),
+            operation: operation.into(),
+            api_version: "v1".into(),
+            time: time.into(),
+            subresource: None,
+            fields: FieldSet::from([vec!["f:spec".to_string()]]),
+        };
+        let mut object = json!({"metadata": {}});
+        write_entries(
+            &mut object,
+            &[
+                entry("unknown", "Update", "2026-01-01T00:00:01Z"),
+                entry("kube-apiserver", "Update", "2026-01-01T00:00:01Z"),
+                entry("later", "Update", "2026-01-01T00:00:00Z"),
+                entry("applier", "Apply", "2026-01-01T00:00:09Z"),
+            ],
+        );
+        let managers: Vec<&str> = object["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["manager"].as_str().unwrap())
+            .collect();
+        assert_eq!(managers, ["applier", "later", "kube-apiserver", "unknown"]);
+    }
+
     use super::*;
 
     #[test]

@@ -30,7 +30,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast};
@@ -434,6 +434,9 @@ where
         .await;
 }
 
+/// How much of an oversized body is read (and dropped) before the connection is closed instead.
+const DRAIN_LIMIT: usize = 64 * 1024 * 1024;
+
 /// Reads the body (up to the apiserver's limit) and serves the request; `Err` closes the connection.
 fn respond<B>(
     shared: Arc<Shared>,
@@ -444,22 +447,30 @@ where
     B::Error: Into<BoxError>,
 {
     let (parts, body) = request.into_parts();
-    let body = Limited::new(body, handler::MAX_REQUEST_BYTES + 1);
     Box::pin(async move {
-        let bytes = match body.collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(err) => {
-                if err
-                    .downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some()
-                {
-                    return Ok(handler::error_response(
-                        &status::ApiError::request_too_large(handler::MAX_REQUEST_BYTES),
-                    ));
-                }
-                return Err(err);
+        let mut body = std::pin::pin!(body);
+        // Up to the apiserver's limit; beyond it the rest is read and dropped (up to a bound), so
+        // that the client finishes sending and reads the 413 instead of a broken pipe.
+        let mut bytes = bytes::BytesMut::new();
+        let mut read = 0usize;
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.map_err(Into::into)?.into_data() else {
+                continue;
+            };
+            read += data.len();
+            if read > DRAIN_LIMIT {
+                return Err("request body far beyond the limit".into());
             }
-        };
+            if read <= handler::MAX_REQUEST_BYTES {
+                bytes.extend_from_slice(&data);
+            }
+        }
+        if read > handler::MAX_REQUEST_BYTES {
+            return Ok(handler::error_response(
+                &status::ApiError::request_too_large(handler::MAX_REQUEST_BYTES),
+            ));
+        }
+        let bytes = bytes.freeze();
         respond_bytes(shared, Request::from_parts(parts, bytes)).await
     })
 }
