@@ -134,14 +134,31 @@ fn field_manager(query: &Query, headers: &HeaderMap) -> String {
 }
 
 fn authenticate(shared: &Shared, headers: &HeaderMap) -> ApiResult<User> {
-    if let Some(expected) = &shared.options.token {
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if presented != Some(expected.as_str()) {
-            return Err(ApiError::unauthorized());
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if let Some(user) = presented.and_then(|t| shared.options.user_tokens.get(t)) {
+        // Not an admin: it may not impersonate, and has only what it is granted.
+        if let Some(wanted) = headers.get("impersonate-user") {
+            let wanted = wanted.to_str().unwrap_or_default();
+            return Err(ApiError::forbidden(
+                format!(
+                    "users \"{wanted}\" is forbidden: User \"{user}\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+                ),
+                json!({"name": wanted, "kind": "users"}),
+            ));
         }
+        return Ok(User {
+            name: user.clone(),
+            groups: vec!["system:authenticated".to_string()],
+            is_admin: false,
+        });
+    }
+    if let Some(expected) = &shared.options.token
+        && presented != Some(expected.as_str())
+    {
+        return Err(ApiError::unauthorized());
     }
     let admin = shared.options.admin_user.clone();
     let groups: Vec<String> = headers

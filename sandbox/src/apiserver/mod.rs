@@ -46,8 +46,11 @@ pub struct ServerOptions {
     pub token: Option<String>,
     /// Serve HTTPS with a self-signed CA (over TCP only).
     pub tls: bool,
-    /// The user every authenticated request runs as, unless impersonating.
+    /// The user every request with `token` runs as, unless impersonating.
     pub admin_user: String,
+    /// Other bearer tokens, each of a user without permissions of its own (`token → user`), as
+    /// a ServiceAccount's token is; grants give it some.
+    pub user_tokens: std::collections::BTreeMap<String, String>,
     /// Watch events kept for watches that resume from a resourceVersion.
     pub history_limit: usize,
     pub bookmark_interval: Duration,
@@ -61,6 +64,7 @@ impl Default for ServerOptions {
             token: None,
             tls: false,
             admin_user: "sandbox-admin".to_string(),
+            user_tokens: std::collections::BTreeMap::new(),
             history_limit: 200_000,
             bookmark_interval: Duration::from_secs(60),
             seed: 1,

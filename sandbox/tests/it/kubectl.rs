@@ -688,6 +688,7 @@ async fn auth_can_i_answers_yes_and_no_for_users_tokens_and_impersonation() {
     let k = Kubectl::start(ServerOptions {
         tls: true,
         token: Some("s3cret".into()),
+        user_tokens: [("viewer-token".to_string(), "viewer".to_string())].into(),
         ..ServerOptions::default()
     })
     .await;
@@ -713,6 +714,39 @@ async fn auth_can_i_answers_yes_and_no_for_users_tokens_and_impersonation() {
     k.server.deny("delete", "configmaps");
     let denied = can_i(&["auth", "can-i", "delete", "configmaps"]).await;
     assert_eq!((denied.code, denied.stdout.trim()), (1, "no"));
+    // A token of a user without permissions: no, until granted; it may not impersonate.
+    let mut entry = k._serving.kubeconfig_entry("viewer");
+    entry.token = Some("viewer-token".into());
+    let viewer = k.dir.path().join("viewer.kubeconfig");
+    write_kubeconfig(&viewer, &[entry]).unwrap();
+    let as_viewer = |args: &'static [&'static str]| {
+        let mut all = vec!["--kubeconfig", viewer.to_str().unwrap()];
+        all.extend_from_slice(args);
+        all
+    };
+    let viewer_no = k.run(&as_viewer(&["auth", "can-i", "list", "pods"])).await;
+    assert_eq!(
+        (viewer_no.code, viewer_no.stdout.trim()),
+        (1, "no"),
+        "{}",
+        viewer_no.stderr
+    );
+    k.server.grant("viewer", "list", "", "pods");
+    let viewer_yes = k.run(&as_viewer(&["auth", "can-i", "list", "pods"])).await;
+    assert_eq!(viewer_yes.stdout.trim(), "yes", "{}", viewer_yes.stderr);
+    let who = k
+        .run(&as_viewer(&["auth", "whoami", "-o", "json"]))
+        .await
+        .ok();
+    assert_eq!(who.json()["status"]["userInfo"]["username"], "viewer");
+    let impersonating = k.run(&as_viewer(&["get", "pods", "--as", "admin"])).await;
+    assert!(
+        impersonating
+            .stderr
+            .contains("cannot impersonate resource \"users\""),
+        "{}",
+        impersonating.stderr
+    );
     // The rules review behind --list, and who-am-i.
     let list = can_i(&["auth", "can-i", "--list", "--as", "nobody"])
         .await
