@@ -128,7 +128,7 @@ impl ResourceDef {
 
 // A row of the built-in kinds table; named arguments would not read better here.
 #[allow(clippy::too_many_arguments)]
-fn builtin(
+pub(super) fn builtin(
     group: &str,
     version: &str,
     plural: &str,

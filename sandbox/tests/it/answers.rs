@@ -12,7 +12,7 @@ use capi_sandbox::{ApiServer, ServerOptions};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{Answer, raw};
+use crate::common::{Answer, raw, raw_with};
 
 const TOKEN: &str = "answers-token";
 
@@ -203,31 +203,11 @@ async fn send(
     content_type: &str,
     body: &str,
 ) -> Answer {
-    match &exchange.accept {
-        Some(accept) => {
-            let request = http::Request::builder()
-                .method(exchange.method.as_str())
-                .uri(path)
-                .header("accept", accept)
-                .body(kube::client::Body::from(body.as_bytes().to_vec()))
-                .unwrap();
-            let response = client.send(request).await.expect("request sent");
-            let code = response.status().as_u16();
-            let headers = response.headers().clone();
-            let bytes = http_body_util::BodyExt::collect(response.into_body())
-                .await
-                .unwrap()
-                .to_bytes();
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            Answer {
-                code,
-                headers,
-                body: serde_json::from_str(&text).unwrap_or(Value::Null),
-                text,
-            }
-        }
-        None => raw(client, &exchange.method, path, content_type, body).await,
+    let mut headers = vec![("content-type", content_type)];
+    if let Some(accept) = &exchange.accept {
+        headers.push(("accept", accept.as_str()));
     }
+    raw_with(client, &exchange.method, path, &headers, body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

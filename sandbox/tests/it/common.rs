@@ -30,12 +30,29 @@ pub async fn raw(
     content_type: &str,
     body: &str,
 ) -> Answer {
-    let request = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", content_type)
-        .body(body.as_bytes().to_vec())
-        .unwrap();
+    raw_with(
+        client,
+        method,
+        path,
+        &[("content-type", content_type)],
+        body,
+    )
+    .await
+}
+
+/// [`raw`] with the request's headers given.
+pub async fn raw_with(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
+    let mut request = Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(body.as_bytes().to_vec()).unwrap();
     let response = client
         .send(request.map(kube::client::Body::from))
         .await
