@@ -1,10 +1,11 @@
 //! Creating a move's objects in the target, group by group: the body (owners rebuilt with the
 //! target's UIDs), what to do with an object already there, managedFields and status restored.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
-use futures::{StreamExt, stream};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -17,7 +18,8 @@ use super::journal::JournalFile;
 use super::namespaces::ensure_namespace;
 use super::plan::MovePlan;
 use super::progress::{Phase, Progress};
-use super::requests::{Destination, api, kind_key, params, successes_and_first_error, type_of};
+use super::requests::{Destination, api, kind_key, params, type_of};
+use super::schedule::Schedule;
 use super::stop::Stop;
 
 /// The body to create in the target: server-owned fields cleared, owners rebuilt with the
@@ -233,10 +235,14 @@ pub struct Created {
     pub frozen: Vec<ObjectRef>,
 }
 
-/// Creates every group in order. An object already in the target is this move's own copy
-/// (adopted), a global or restored one (reused), or one that was there before the move (updated
-/// with `--overwrite-existing`, else refused: the preflight has refused it already, so only an
-/// object that appeared since gets here).
+/// Creates every planned object, each as soon as its owners exist in the target (see
+/// [`Schedule`]), with at most `concurrency` creates in flight. An object already in the target
+/// is this move's own copy (adopted), a global or restored one (reused), or one that was there
+/// before the move (updated with `--overwrite-existing`, else refused: the preflight has refused
+/// it already, so only an object that appeared since gets here).
+///
+/// The journal marks objects as sent, and is saved, before their creates go out, so that a create
+/// whose answer is lost is still recognised; creates already in flight go on while it is saved.
 pub async fn create_groups(
     plan: &MovePlan,
     types: &[MoveType],
@@ -251,107 +257,266 @@ pub async fn create_groups(
         per_kind: BTreeMap::new(),
         frozen: Vec::new(),
     };
-    let mut namespaces: BTreeSet<String> = BTreeSet::new();
     progress.begin(Phase::Create, plan.groups.iter().map(Vec::len).sum());
-    for (index, group) in plan.groups.iter().enumerate() {
-        // Objects of one group never own each other, so they are created in parallel; their
-        // owners' target UIDs are all known from the groups before.
-        let mut jobs = Vec::new();
-        for uid in group {
-            let node = plan.node(uid);
-            let Some(t) = type_of(types, &node.reference) else {
-                continue;
-            };
-            let Some(object) = objects.get(uid).cloned().or_else(|| node.object.clone()) else {
-                continue;
-            };
-            let namespace = if t.info.namespaced {
-                node.reference.namespace.clone()
-            } else {
-                String::new()
-            };
-            if !namespace.is_empty() && namespaces.insert(namespace.clone()) {
-                ensure_namespace(&target.cluster, &namespace).await?;
-            }
-            if crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION) {
-                created.frozen.push(node.reference.clone());
-            }
-            let was_there = match journal.as_deref() {
-                Some(j) => j.journal.entry(uid).is_some_and(|e| e.preexisting),
-                None => how.preexisting.contains(uid),
-            };
-            let when_existing = if node.is_global || node.global_hierarchy {
-                WhenExisting::Reuse
-            } else if was_there {
-                if how.overwrite_existing {
-                    WhenExisting::Overwrite
-                } else {
-                    WhenExisting::Refuse
-                }
-            } else {
-                WhenExisting::Adopt
-            };
-            jobs.push((uid, node, t, object, namespace, when_existing));
-        }
-        let uids = &created.uids;
-        let how = &how;
-        // Every started create finishes and is journalled, even when another fails or a stop
-        // was requested; only then does the first error end the move.
-        let answers: Vec<CreateAnswer> = stream::iter(jobs.into_iter().map(
-            |(uid, node, t, object, namespace, when_existing)| async move {
-                how.stop.check()?;
-                let (body, managed) = target_body(plan, &object, uids);
-                let status = object
-                    .data
-                    .get("status")
-                    .filter(|s| how.restore_status && t.status && !s.is_null())
-                    .cloned();
-                let new_uid = create_one(
-                    &target.cluster,
-                    t,
-                    when_existing,
-                    body,
-                    managed,
-                    &node.reference,
-                )
-                .await?;
-                if let Some(status) = status {
-                    restore_status(&target.cluster, t, &node.reference, &namespace, status).await?;
-                }
-                progress.done(Phase::Create, &node.reference);
-                Ok::<_, Error>((uid.clone(), new_uid, t))
-            },
-        ))
-        .buffer_unordered(how.concurrency.max(1))
-        .collect()
-        .await;
-        let (results, failure) = successes_and_first_error(answers);
-        for (uid, (new_uid, made), t) in results {
-            if let Some(entry) = journal
-                .as_deref_mut()
-                .and_then(|j| j.journal.entry_mut(&uid))
+    ensure_namespaces(plan, types, target).await?;
+    let mut schedule = Schedule::creates(plan);
+    // Group 0 is marked as sent before this step (with the stage that starts it).
+    let group_of: HashMap<&str, usize> = plan
+        .groups
+        .iter()
+        .enumerate()
+        .flat_map(|(index, group)| group.iter().map(move |uid| (uid.as_str(), index)))
+        .collect();
+    let mut marked_through = 0usize;
+    let mut to_mark: Vec<String> = schedule.take_ready();
+    let mut queue: VecDeque<String> = VecDeque::new();
+    let mut in_flight = FuturesUnordered::new();
+    let mut failure: Option<Error> = None;
+    let concurrency = how.concurrency.max(1);
+    loop {
+        // What became ready is marked as sent and saved before any of it is sent — a plan group
+        // at a time, so that there are no more saves than groups; creates in flight go on
+        // meanwhile, and their answers are taken in after the save.
+        if failure.is_none() && !to_mark.is_empty() {
+            let batch = std::mem::take(&mut to_mark);
+            let needed = batch
+                .iter()
+                .filter_map(|uid| group_of.get(uid.as_str()))
+                .max();
+            if let (Some(file), Some(&needed)) = (journal.as_deref_mut(), needed)
+                && needed > marked_through
             {
-                entry.target_uid = Some(new_uid.clone());
-                // Made by this move, now or by an earlier attempt of it.
-                entry.created |= made;
+                for group in marked_through + 1..=needed {
+                    file.journal.sending_group(group);
+                }
+                marked_through = needed;
+                let mut answers = Vec::new();
+                let saved = {
+                    let save = file.save();
+                    tokio::pin!(save);
+                    loop {
+                        tokio::select! {
+                            saved = &mut save => break saved,
+                            Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
+                                answers.push(answer);
+                            }
+                        }
+                    }
+                };
+                for answer in answers {
+                    take_answer(
+                        answer,
+                        &mut schedule,
+                        &mut created,
+                        journal.as_deref_mut(),
+                        &mut failure,
+                        &mut to_mark,
+                    );
+                }
+                if let Err(e) = saved {
+                    failure.get_or_insert(e);
+                }
             }
-            created.uids.insert(uid, new_uid);
-            *created
-                .per_kind
-                .entry(kind_key(&t.info.kind, &t.info.group))
-                .or_default() += 1;
+            queue.extend(batch);
         }
-        if let Some(journal) = journal.as_deref_mut() {
-            // The next group's creates are sent only after this save.
-            journal.journal.sending_group(index + 1);
-            journal.save().await?;
+        while failure.is_none() && in_flight.len() < concurrency {
+            let Some(uid) = queue.pop_front() else { break };
+            let Some(job) = job(
+                plan,
+                types,
+                objects,
+                &how,
+                journal.as_deref(),
+                &created,
+                &uid,
+            ) else {
+                // Nothing to create for it (a virtual node): it is done as it is.
+                schedule.done(&uid);
+                to_mark.extend(schedule.take_ready());
+                continue;
+            };
+            if let Some(frozen) = &job.frozen {
+                created.frozen.push(frozen.clone());
+            }
+            in_flight.push(send_job(job, target, &how, progress));
         }
-        if let Some(e) = failure {
-            return Err(e);
+        if failure.is_none() && !to_mark.is_empty() && in_flight.len() < concurrency {
+            continue;
         }
+        let Some(answer) = in_flight.next().await else {
+            if failure.is_some() || (queue.is_empty() && to_mark.is_empty()) {
+                break;
+            }
+            continue;
+        };
+        take_answer(
+            answer,
+            &mut schedule,
+            &mut created,
+            journal.as_deref_mut(),
+            &mut failure,
+            &mut to_mark,
+        );
+    }
+    // Every started create finished and is journalled, even after a failure or a stop.
+    if let Some(file) = journal {
+        file.save().await?;
+    }
+    if let Some(e) = failure {
+        return Err(e);
     }
     progress.end(Phase::Create);
     Ok(created)
+}
+
+/// One create to send: its body (its owners' target UIDs filled in), and how to treat an
+/// object of its name already there.
+struct Job<'a> {
+    uid: String,
+    reference: &'a ObjectRef,
+    t: &'a MoveType,
+    body: Value,
+    managed: Option<Value>,
+    status: Option<Value>,
+    namespace: String,
+    when_existing: WhenExisting,
+    frozen: Option<ObjectRef>,
+}
+
+fn job<'a>(
+    plan: &'a MovePlan,
+    types: &'a [MoveType],
+    objects: &HashMap<String, Arc<DynamicObject>>,
+    how: &Creating,
+    journal: Option<&JournalFile>,
+    created: &Created,
+    uid: &str,
+) -> Option<Job<'a>> {
+    let node = plan.node(uid);
+    let t = type_of(types, &node.reference)?;
+    let object = objects.get(uid).cloned().or_else(|| node.object.clone())?;
+    let namespace = if t.info.namespaced {
+        node.reference.namespace.clone()
+    } else {
+        String::new()
+    };
+    let was_there = match journal {
+        Some(j) => j.journal.entry(uid).is_some_and(|e| e.preexisting),
+        None => how.preexisting.contains(uid),
+    };
+    let when_existing = if node.is_global || node.global_hierarchy {
+        WhenExisting::Reuse
+    } else if was_there {
+        if how.overwrite_existing {
+            WhenExisting::Overwrite
+        } else {
+            WhenExisting::Refuse
+        }
+    } else {
+        WhenExisting::Adopt
+    };
+    let (body, managed) = target_body(plan, &object, &created.uids);
+    let status = object
+        .data
+        .get("status")
+        .filter(|s| how.restore_status && t.status && !s.is_null())
+        .cloned();
+    let frozen = crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION)
+        .then(|| node.reference.clone());
+    Some(Job {
+        uid: uid.to_string(),
+        reference: &node.reference,
+        t,
+        body,
+        managed,
+        status,
+        namespace,
+        when_existing,
+        frozen,
+    })
+}
+
+/// Sends one create (and its status, with `--restore-status`).
+async fn send_job<'a>(
+    job: Job<'a>,
+    target: &'a Destination,
+    how: &'a Creating,
+    progress: &'a dyn Progress,
+) -> CreateAnswer<'a> {
+    how.stop.check()?;
+    let new_uid = create_one(
+        &target.cluster,
+        job.t,
+        job.when_existing,
+        job.body,
+        job.managed,
+        job.reference,
+    )
+    .await?;
+    if let Some(status) = job.status {
+        restore_status(
+            &target.cluster,
+            job.t,
+            job.reference,
+            &job.namespace,
+            status,
+        )
+        .await?;
+    }
+    progress.done(Phase::Create, job.reference);
+    Ok((job.uid, new_uid, job.t))
+}
+
+/// Takes in one create's answer: records it, and what it unblocks becomes ready; the first
+/// failure is kept (later ones only reported by their absence).
+fn take_answer(
+    answer: CreateAnswer<'_>,
+    schedule: &mut Schedule,
+    created: &mut Created,
+    journal: Option<&mut JournalFile>,
+    failure: &mut Option<Error>,
+    ready: &mut Vec<String>,
+) {
+    let (uid, (new_uid, made), t) = match answer {
+        Ok(answer) => answer,
+        Err(e) => {
+            failure.get_or_insert(e);
+            return;
+        }
+    };
+    if let Some(entry) = journal.and_then(|j| j.journal.entry_mut(&uid)) {
+        entry.target_uid = Some(new_uid.clone());
+        // Made by this move, now or by an earlier attempt of it.
+        entry.created |= made;
+    }
+    created.uids.insert(uid.clone(), new_uid);
+    *created
+        .per_kind
+        .entry(kind_key(&t.info.kind, &t.info.group))
+        .or_default() += 1;
+    schedule.done(&uid);
+    ready.extend(schedule.take_ready());
+}
+
+/// The namespaces of the planned objects, made in the target first (each once).
+async fn ensure_namespaces(
+    plan: &MovePlan,
+    types: &[MoveType],
+    target: &Destination,
+) -> Result<()> {
+    let namespaces: BTreeSet<&str> = plan
+        .groups
+        .iter()
+        .flatten()
+        .map(|uid| &plan.node(uid).reference)
+        .filter(|r| type_of(types, r).is_some_and(|t| t.info.namespaced))
+        .map(|r| r.namespace.as_str())
+        .filter(|ns| !ns.is_empty())
+        .collect();
+    for namespace in namespaces {
+        ensure_namespace(&target.cluster, namespace).await?;
+    }
+    Ok(())
 }
 
 /// `--restore-status`: replays an object's `.status` through the status subresource.

@@ -18,4 +18,5 @@ pub mod run;
 pub mod same_cluster;
 #[cfg(test)]
 mod scenarios;
+pub mod schedule;
 pub mod stop;

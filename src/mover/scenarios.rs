@@ -492,3 +492,90 @@ fn the_wide_tree_hangs_every_object_once_under_its_controller() {
     );
     assert_eq!(tree_lines(&p).len(), p.scheduled.len(), "every object once");
 }
+
+/// Runs a schedule to the end, finishing what is ready in the order it became ready.
+fn drain(mut schedule: super::schedule::Schedule) -> Vec<String> {
+    let mut order = Vec::new();
+    loop {
+        let ready = schedule.take_ready();
+        if ready.is_empty() {
+            break;
+        }
+        for uid in ready {
+            schedule.done(&uid);
+            order.push(uid);
+        }
+    }
+    assert_eq!(schedule.waiting(), 0, "nothing is left waiting");
+    order
+}
+
+#[test]
+fn objects_wait_for_their_owners_only_not_for_a_whole_group() {
+    use super::schedule::Schedule;
+    let mut w = Fixture::default();
+    w.cluster("ns1", "foo", true);
+    w.machine(
+        "ns1",
+        "foo",
+        "m1",
+        ("KubeadmControlPlane", "foo", true),
+        true,
+    );
+    w.cluster("ns1", "bar", false);
+    let p = plan_of(&w, None, &[]);
+    let owners = |uid: &str| -> Vec<String> {
+        let node = p.node(uid);
+        node.owners
+            .iter()
+            .map(|o| o.uid.clone())
+            .chain(node.soft_owners.iter().cloned())
+            .filter(|o| p.scheduled.contains(o))
+            .collect()
+    };
+    let creates = drain(Schedule::creates(&p));
+    assert_eq!(
+        creates.iter().collect::<BTreeSet<_>>(),
+        p.scheduled.iter().collect::<BTreeSet<_>>(),
+        "every object once"
+    );
+    let at = |order: &[String], uid: &str| order.iter().position(|u| u == uid).unwrap();
+    for uid in &creates {
+        for owner in owners(uid) {
+            assert!(
+                at(&creates, &owner) < at(&creates, uid),
+                "{owner} before {uid}"
+            );
+        }
+    }
+    let deletes = drain(Schedule::deletes(&p));
+    for uid in &deletes {
+        for owner in owners(uid) {
+            assert!(
+                at(&deletes, uid) < at(&deletes, &owner),
+                "{uid} before its owner {owner}"
+            );
+        }
+    }
+    // No barrier: the first wave is every object without a moved owner, and the Machine's
+    // bootstrap Secret waits only for its own chain.
+    let mut schedule = Schedule::creates(&p);
+    let first = schedule.take_ready();
+    assert!(
+        first.contains(&"Cluster ns1/foo".to_string())
+            && first.contains(&"Cluster ns1/bar".to_string())
+    );
+    assert!(!first.contains(&"DockerCluster ns1/foo".to_string()));
+    schedule.done("Cluster ns1/foo");
+    let next = schedule.take_ready();
+    assert!(
+        next.contains(&"DockerCluster ns1/foo".to_string()),
+        "ready once its own Cluster is, whatever bar's state: {next:?}"
+    );
+    assert!(
+        !next
+            .iter()
+            .any(|u| u.ends_with("/bar") || u.contains("bar-")),
+        "{next:?}"
+    );
+}

@@ -1395,3 +1395,111 @@ async fn a_move_reads_per_kind_not_per_object() {
     };
     assert_eq!(rest(&small), rest(&large));
 }
+
+/// The plugin's state-changing writes to `server`, as the server logged them.
+fn writes_to(server: &ApiServer) -> Vec<capi_sandbox::RequestRecord> {
+    server
+        .mutations()
+        .into_iter()
+        .filter(|r| r.agent.starts_with("kubectl-capi/"))
+        .collect()
+}
+
+/// The most writes that were in flight at once (on the server's logical clock).
+fn most_in_flight(writes: &[capi_sandbox::RequestRecord]) -> usize {
+    writes
+        .iter()
+        .map(|w| {
+            writes
+                .iter()
+                .filter(|v| v.started <= w.started && w.started < v.finished)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_stay_within_concurrency_and_follow_ownership_object_by_object() {
+    let mut fixture = Fixture::default();
+    for (name, workers) in [("a", 4), ("b", 2), ("c", 3)] {
+        fixture.provisioned("ns1", name, workers);
+    }
+    let w = World::start(&fixture).await;
+    // One slow create early in the plan: with groups as barriers nothing deeper would start
+    // before it answered; object by object, other Clusters' Machines do.
+    w.target.inject(
+        FaultRule::new(FaultAction::Latency(std::time::Duration::from_millis(1500)))
+            .verbs(&["create"])
+            .resource("dockerclusters")
+            .dry_run(false)
+            .agent("kubectl-capi/")
+            .times(1),
+    );
+    let moved = w.move_with(&["-n", "ns1", "--concurrency", "3"]).await;
+    assert_eq!(moved.code, 0, "{}", moved.stderr);
+    let creates: Vec<_> = writes_to(&w.target)
+        .into_iter()
+        .filter(|r| r.verb == "create")
+        .collect();
+    let deletes: Vec<_> = writes_to(&w.source)
+        .into_iter()
+        .filter(|r| r.verb == "delete" && r.resource != "configmaps")
+        .collect();
+    assert!(creates.len() > 60 && deletes.len() > 60);
+    assert!(most_in_flight(&writes_to(&w.target)) <= 3);
+    assert!(most_in_flight(&deletes) <= 3);
+    assert!(
+        most_in_flight(&creates) >= 2,
+        "the move does write in parallel"
+    );
+    let slow = creates
+        .iter()
+        .filter(|r| r.resource == "dockerclusters")
+        .max_by_key(|r| r.finished - r.started)
+        .unwrap();
+    assert!(
+        creates
+            .iter()
+            .any(|r| r.resource == "machines" && r.started < slow.finished),
+        "a Machine was created while an earlier group's DockerCluster was still being created"
+    );
+    let record = |records: &[capi_sandbox::RequestRecord], kind: &str, name: &str| {
+        let plural = format!("{}s", kind.to_lowercase());
+        records
+            .iter()
+            .find(|r| r.resource == plural && r.name.as_deref() == Some(name))
+            .cloned()
+            .unwrap_or_else(|| panic!("{kind} {name} written"))
+    };
+    for object in w
+        .loaded
+        .values()
+        .filter(|o| o["metadata"]["namespace"] == "ns1")
+    {
+        let (kind, name) = (
+            object["kind"].as_str().unwrap(),
+            object["metadata"]["name"].as_str().unwrap(),
+        );
+        let created = record(&creates, kind, name);
+        let deleted = record(&deletes, kind, name);
+        for owner in object["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let (owner_kind, owner_name) = (
+                owner["kind"].as_str().unwrap(),
+                owner["name"].as_str().unwrap(),
+            );
+            assert!(
+                record(&creates, owner_kind, owner_name).finished < created.started,
+                "{owner_kind} {owner_name} exists before {kind} {name} is created"
+            );
+            assert!(
+                deleted.finished < record(&deletes, owner_kind, owner_name).started,
+                "{kind} {name} is gone before its owner {owner_kind} {owner_name} is deleted"
+            );
+        }
+    }
+}

@@ -397,6 +397,8 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
             .then(|| serde_json::from_slice::<Value>(&body).ok())
             .flatten()
             .and_then(|options| options["preconditions"]["uid"].as_str().map(str::to_string)),
+        started: shared.tick(),
+        finished: 0,
     };
 
     let outcome = serve(
@@ -409,6 +411,7 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
         &mut record,
     )
     .await;
+    record.finished = shared.tick();
     record.code = match &outcome {
         Outcome::Respond(response) | Outcome::Late(response, _) => response.status().as_u16(),
         Outcome::Drop => 0,
@@ -461,6 +464,12 @@ async fn serve(
     record.version = target.version.clone();
     record.namespace = target.namespace.clone();
     record.name = target.name.clone();
+    if target.verb == "create" && record.name.is_none() {
+        // A create names its object in the body; the log names it too.
+        record.name = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|o| o["metadata"]["name"].as_str().map(str::to_string));
+    }
     record.subresource = target.subresource.clone();
 
     let allowed = shared.policy.lock().allows(

@@ -81,6 +81,8 @@ pub(crate) struct Shared {
     gc_enabled: AtomicBool,
     gc_notify: Notify,
     write_latency_us: AtomicU64,
+    /// The logical clock of the request log (see `RequestRecord::started`).
+    clock: AtomicU64,
     /// Answers currently held back by an `ApplyThenStall` fault.
     answers_held: AtomicUsize,
     address: Mutex<String>,
@@ -88,6 +90,10 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The next tick of the request log's clock.
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::SeqCst)
+    }
     fn write_latency(&self) -> Duration {
         Duration::from_micros(self.write_latency_us.load(Ordering::Relaxed))
     }
@@ -127,6 +133,7 @@ impl ApiServer {
             gc_enabled: AtomicBool::new(true),
             gc_notify: Notify::new(),
             write_latency_us: AtomicU64::new(0),
+            clock: AtomicU64::new(0),
             answers_held: AtomicUsize::new(0),
             address: Mutex::new("127.0.0.1:0".to_string()),
             shutdown,

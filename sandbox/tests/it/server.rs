@@ -906,8 +906,8 @@ async fn injected_faults_fail_delay_and_drop() {
         .unwrap();
     assert_eq!(
         (last_create.name.as_deref(), last_create.code),
-        (None, 201),
-        "logged with its outcome before the answer"
+        (Some("c5"), 201),
+        "logged, with the name the body gave, and its outcome, before the answer"
     );
     assert_eq!(post(&client, WIDGETS, &cluster("c6")).await.code, 201);
 
