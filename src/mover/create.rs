@@ -272,8 +272,19 @@ pub async fn create_groups(
     let mut queue: VecDeque<String> = VecDeque::new();
     let mut in_flight = FuturesUnordered::new();
     let mut failure: Option<Error> = None;
+    let mut answers: Vec<CreateAnswer> = Vec::new();
     let concurrency = how.concurrency.max(1);
     loop {
+        for answer in answers.drain(..) {
+            take_answer(
+                answer,
+                &mut schedule,
+                &mut created,
+                journal.as_deref_mut(),
+                &mut failure,
+                &mut to_mark,
+            );
+        }
         // What became ready is marked as sent and saved before any of it is sent — a plan group
         // at a time, so that there are no more saves than groups; creates in flight go on
         // meanwhile, and their answers are taken in after the save.
@@ -283,6 +294,7 @@ pub async fn create_groups(
                 .iter()
                 .filter_map(|uid| group_of.get(uid.as_str()))
                 .max();
+            queue.extend(batch);
             if let (Some(file), Some(&needed)) = (journal.as_deref_mut(), needed)
                 && needed > marked_through
             {
@@ -290,34 +302,22 @@ pub async fn create_groups(
                     file.journal.sending_group(group);
                 }
                 marked_through = needed;
-                let mut answers = Vec::new();
-                let saved = {
-                    let save = file.save();
-                    tokio::pin!(save);
-                    loop {
-                        tokio::select! {
-                            saved = &mut save => break saved,
-                            Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
-                                answers.push(answer);
-                            }
+                let save = file.save();
+                tokio::pin!(save);
+                let saved = loop {
+                    tokio::select! {
+                        saved = &mut save => break saved,
+                        Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
+                            answers.push(answer);
                         }
                     }
                 };
-                for answer in answers {
-                    take_answer(
-                        answer,
-                        &mut schedule,
-                        &mut created,
-                        journal.as_deref_mut(),
-                        &mut failure,
-                        &mut to_mark,
-                    );
-                }
                 if let Err(e) = saved {
                     failure.get_or_insert(e);
                 }
+                // The answers that came in meanwhile first.
+                continue;
             }
-            queue.extend(batch);
         }
         while failure.is_none() && in_flight.len() < concurrency {
             let Some(uid) = queue.pop_front() else { break };
@@ -343,20 +343,11 @@ pub async fn create_groups(
         if failure.is_none() && !to_mark.is_empty() && in_flight.len() < concurrency {
             continue;
         }
-        let Some(answer) = in_flight.next().await else {
-            if failure.is_some() || (queue.is_empty() && to_mark.is_empty()) {
-                break;
-            }
-            continue;
-        };
-        take_answer(
-            answer,
-            &mut schedule,
-            &mut created,
-            journal.as_deref_mut(),
-            &mut failure,
-            &mut to_mark,
-        );
+        match in_flight.next().await {
+            Some(answer) => answers.push(answer),
+            None if failure.is_some() || (queue.is_empty() && to_mark.is_empty()) => break,
+            None => {}
+        }
     }
     // Every started create finished and is journalled, even after a failure or a stop.
     if let Some(file) = journal {
@@ -364,6 +355,16 @@ pub async fn create_groups(
     }
     if let Some(e) = failure {
         return Err(e);
+    }
+    if schedule.waiting() > 0 {
+        // Only an ownership cycle leaves objects waiting; never skip them silently.
+        return Err(Error::Api {
+            context: "creating in the target".into(),
+            message: format!(
+                "{} object(s) own each other in a cycle and cannot be created in order; fix their ownerReferences and run the move again",
+                schedule.waiting()
+            ),
+        });
     }
     progress.end(Phase::Create);
     Ok(created)
