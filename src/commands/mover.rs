@@ -241,6 +241,7 @@ async fn restore(
         &cluster,
         &ThisMove {
             overwrite_existing: args.overwrite_existing,
+            concurrency: usize::from(args.concurrency),
             ..ThisMove::default()
         },
         Vec::new(),
@@ -603,6 +604,7 @@ impl<'a> Move<'a> {
                 namespace: records.copy_namespace.clone(),
                 key: records.key.clone(),
                 written: None,
+                concurrency: usize::from(self.args.concurrency),
             }),
         }
     }
@@ -898,6 +900,7 @@ impl<'a> Move<'a> {
                     overwrite_existing: self.args.overwrite_existing,
                     journal_namespace: self.records.as_ref().map(|r| r.copy_namespace.as_str()),
                     flags: &self.settings.connection.as_flags(),
+                    concurrency: usize::from(self.args.concurrency),
                 },
             )
             .await?;

@@ -302,7 +302,14 @@ pub async fn create_groups(
                     file.journal.sending_group(group);
                 }
                 marked_through = needed;
-                let save = file.save();
+                // The save takes a free slot of --concurrency: at most that many writes in all.
+                while in_flight.len() >= concurrency {
+                    match in_flight.next().await {
+                        Some(answer) => answers.push(answer),
+                        None => break,
+                    }
+                }
+                let save = file.save_within(concurrency - in_flight.len());
                 tokio::pin!(save);
                 let saved = loop {
                     tokio::select! {

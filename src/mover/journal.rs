@@ -314,6 +314,8 @@ pub struct JournalCopy {
     pub key: String,
     /// The slices this process last wrote (`None`: not saved yet).
     pub written: Option<copy::Written>,
+    /// Slices written at once (`--concurrency`).
+    pub concurrency: usize,
 }
 
 impl JournalFile {
@@ -338,12 +340,26 @@ impl JournalFile {
                     &copy.namespace,
                     &copy.key,
                     &text,
-                    copy.written.as_ref(),
+                    (copy.written.as_ref(), copy.concurrency),
                 )
                 .await?,
             );
         }
         Ok(())
+    }
+
+    /// [`save`](Self::save) with at most `slots` writes in flight (what `--concurrency` leaves
+    /// free while other writes are in flight).
+    pub async fn save_within(&mut self, slots: usize) -> Result<()> {
+        let full = self.copy.as_ref().map(|c| c.concurrency);
+        if let Some(copy) = &mut self.copy {
+            copy.concurrency = slots.max(1);
+        }
+        let saved = self.save().await;
+        if let (Some(copy), Some(full)) = (&mut self.copy, full) {
+            copy.concurrency = full;
+        }
+        saved
     }
 
     pub async fn stage(&mut self, stage: Stage) -> Result<()> {
@@ -748,7 +764,7 @@ pub mod copy {
         namespace: &str,
         key: &str,
         text: &str,
-        previous: Option<&Written>,
+        (previous, concurrency): (Option<&Written>, usize),
     ) -> Result<Written> {
         let api = configmaps(cluster, namespace);
         let slices = shards(text);
@@ -786,7 +802,7 @@ pub mod copy {
                     }
                 }),
         )
-        .buffer_unordered(crate::mover::requests::DEFAULT_CONCURRENCY)
+        .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
         let mut uids: Vec<Option<String>> = (0..slices.len()).map(unchanged).collect();

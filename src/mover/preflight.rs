@@ -255,7 +255,7 @@ pub(super) async fn check_permissions(
             ));
         }
     }
-    // Sixteen reviews at a time; answers in a stable order for the report.
+    // --concurrency reviews at a time; answers in a stable order for the report.
     let answers: Vec<_> = stream::iter(needed.into_iter().map(
         |(in_source, verb, group, resource, ns)| async move {
             let cluster = if in_source { source } else { target };
@@ -263,7 +263,7 @@ pub(super) async fn check_permissions(
             (in_source, verb, group, resource, ns, allowed)
         },
     ))
-    .buffered(DEFAULT_CONCURRENCY)
+    .buffered(this_move.concurrency.max(1))
     .collect()
     .await;
     for (in_source, verb, group, resource, ns, allowed) in answers {
@@ -294,7 +294,6 @@ pub struct Preflight {
 }
 
 /// What the preflight knows of this move beyond its plan.
-#[derive(Default)]
 pub struct ThisMove<'a> {
     /// The journal of an earlier, interrupted attempt: its own pauses and copies do not block it.
     pub earlier: Option<&'a Journal>,
@@ -304,6 +303,20 @@ pub struct ThisMove<'a> {
     pub journal_namespace: Option<&'a str>,
     /// The user's source connection flags, repeated in the commands the refusals suggest.
     pub flags: &'a str,
+    /// `--concurrency`: requests in flight at once (reviews, dry runs), as for the writes.
+    pub concurrency: usize,
+}
+
+impl Default for ThisMove<'_> {
+    fn default() -> Self {
+        ThisMove {
+            earlier: None,
+            overwrite_existing: false,
+            journal_namespace: None,
+            flags: "",
+            concurrency: DEFAULT_CONCURRENCY,
+        }
+    }
 }
 
 /// Every check, before any write.
@@ -474,7 +487,7 @@ pub async fn dry_run_creates(
             .map(|_| ());
         (uid, node, result)
     }))
-    .buffered(DEFAULT_CONCURRENCY)
+    .buffered(this_move.concurrency.max(1))
     .collect()
     .await;
     for (uid, node, result) in answers {

@@ -1503,3 +1503,26 @@ async fn writes_stay_within_concurrency_and_follow_ownership_object_by_object() 
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_one_is_one_request_at_a_time_in_each_cluster() {
+    let mut fixture = Fixture::default();
+    fixture
+        .provisioned("ns1", "a", 3)
+        .provisioned("ns1", "b", 2);
+    let w = World::start(&fixture).await;
+    let moved = w.move_with(&["-n", "ns1", "--concurrency", "1"]).await;
+    assert_eq!(moved.code, 0, "{}", moved.stderr);
+    // Every request of the plugin: reads, access reviews, dry runs, writes, the journal's copy.
+    let requests = |server: &ApiServer| -> Vec<capi_sandbox::RequestRecord> {
+        server
+            .requests()
+            .into_iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/") && !r.path.contains("watch=true"))
+            .collect()
+    };
+    let dry_runs = requests(&w.target).iter().filter(|r| r.dry_run).count();
+    assert!(dry_runs > 20, "the preflight's dry runs are among them");
+    assert_eq!(most_in_flight(&requests(&w.target)), 1);
+    assert_eq!(most_in_flight(&requests(&w.source)), 1);
+}
