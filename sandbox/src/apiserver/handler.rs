@@ -464,12 +464,6 @@ async fn serve(
     record.version = target.version.clone();
     record.namespace = target.namespace.clone();
     record.name = target.name.clone();
-    if target.verb == "create" && record.name.is_none() {
-        // A create names its object in the body; the log names it too.
-        record.name = serde_json::from_slice::<Value>(&body)
-            .ok()
-            .and_then(|o| o["metadata"]["name"].as_str().map(str::to_string));
-    }
     record.subresource = target.subresource.clone();
 
     let allowed = shared.policy.lock().allows(
@@ -551,6 +545,10 @@ async fn serve(
     }
     if drop_after {
         return Outcome::Drop;
+    }
+    if let (Ok(Reply::Json(_, created)), None, "create") = (&result, &record.name, target.verb) {
+        // A create names its object in the body; the log names what it created.
+        record.name = created["metadata"]["name"].as_str().map(str::to_string);
     }
     let response = match result {
         Ok(Reply::Json(code, value)) => json_response(code, &value, &warnings),
