@@ -12,8 +12,6 @@ use crate::names::CONTROL_PLANE_LABEL;
 #[derive(Debug, Clone)]
 pub struct MachineView {
     pub reference: ObjectRef,
-    pub uid: String,
-    pub dialect: Dialect,
     pub cluster_name: Option<String>,
     /// clusterctl's "has a node": v1beta2 `status.nodeRef.name` non-empty, v1beta1 `status.nodeRef` set.
     pub has_node: bool,
@@ -22,7 +20,6 @@ pub struct MachineView {
     pub controller: Option<Controller>,
     pub paused_annotation: bool,
     pub control_plane: bool,
-    pub phase: Option<String>,
     pub conditions: Vec<Condition>,
     pub bootstrap_ref: Option<TypedRef>,
     pub infrastructure_ref: Option<TypedRef>,
@@ -45,8 +42,6 @@ impl MachineView {
         let spec = &object.data["spec"];
         MachineView {
             reference: ObjectRef::of(object),
-            uid: object.metadata.uid.clone().unwrap_or_default(),
-            dialect,
             cluster_name: cluster_name_of(object),
             has_node,
             node_name,
@@ -54,7 +49,6 @@ impl MachineView {
             controller: controller_of(object),
             paused_annotation: is_paused_by_annotation(object),
             control_plane: label(object, CONTROL_PLANE_LABEL).is_some(),
-            phase: status["phase"].as_str().map(str::to_string),
             conditions: conditions::current(status, v2),
             bootstrap_ref: TypedRef::read(&spec["bootstrap"]["configRef"]),
             infrastructure_ref: TypedRef::read(&spec["infrastructureRef"]),
