@@ -223,7 +223,7 @@ pub struct Creating {
     /// `--overwrite-existing`: objects that were in the target before the move are updated.
     pub overwrite_existing: bool,
     pub restore_status: bool,
-    /// Creates in flight at once within a group.
+    /// Creates in flight at once.
     pub concurrency: usize,
     pub stop: Stop,
 }

@@ -63,18 +63,23 @@ pub async fn move_types(cluster: &Cluster) -> Result<Vec<MoveType>> {
                 .is_some_and(|s| s.status.is_some()),
         });
     }
-    for (kind, plural) in [("Secret", "secrets"), ("ConfigMap", "configmaps")] {
+    for (kind, resource) in core_resources() {
         types.push(MoveType {
             info: TypeInfo::core(kind),
-            resource: ApiResource::from_gvk_with_plural(
-                &GroupVersionKind::gvk("", "v1", kind),
-                plural,
-            ),
+            resource,
             status: false,
         });
     }
     types.sort_by(|a, b| (&a.info.group, &a.info.kind).cmp(&(&b.info.group, &b.info.kind)));
     Ok(types)
+}
+
+/// The core kinds a move considers besides the CRDs' (Secrets and ConfigMaps), by kind.
+fn core_resources() -> [(&'static str, ApiResource); 2] {
+    [("Secret", "secrets"), ("ConfigMap", "configmaps")].map(|(kind, plural)| {
+        let gvk = GroupVersionKind::gvk("", "v1", kind);
+        (kind, ApiResource::from_gvk_with_plural(&gvk, plural))
+    })
 }
 
 /// The move cannot know its kinds without the CRDs; so that the user hears of every missing read
@@ -93,14 +98,8 @@ async fn every_forbidden_read(cluster: &Cluster, crds_denied: String) -> Error {
         Ok(catalog) => catalog,
         Err(e) => return e,
     };
-    let core = ["secrets", "configmaps"].map(|plural| {
-        let kind = if plural == "secrets" {
-            "Secret"
-        } else {
-            "ConfigMap"
-        };
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", kind), plural)
-    });
+
+    let core = core_resources().map(|(_, resource)| resource);
     let resources = catalog.kinds().map(|k| k.resource.clone()).chain(core);
     for resource in resources {
         let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);

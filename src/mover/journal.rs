@@ -320,6 +320,13 @@ pub struct JournalCopy {
 
 impl JournalFile {
     pub async fn save(&mut self) -> Result<()> {
+        let slots = self.copy.as_ref().map_or(1, |c| c.concurrency);
+        self.save_within(slots).await
+    }
+
+    /// [`save`](Self::save) with at most `slots` writes in flight (what `--concurrency` leaves
+    /// free while other writes are in flight).
+    pub async fn save_within(&mut self, slots: usize) -> Result<()> {
         if self.journal.stage.finished() {
             // A finished move leaves a short record (so a rerun can say it finished) and no
             // copy in the cluster.
@@ -340,26 +347,12 @@ impl JournalFile {
                     &copy.namespace,
                     &copy.key,
                     &text,
-                    (copy.written.as_ref(), copy.concurrency),
+                    (copy.written.as_ref(), slots.max(1)),
                 )
                 .await?,
             );
         }
         Ok(())
-    }
-
-    /// [`save`](Self::save) with at most `slots` writes in flight (what `--concurrency` leaves
-    /// free while other writes are in flight).
-    pub async fn save_within(&mut self, slots: usize) -> Result<()> {
-        let full = self.copy.as_ref().map(|c| c.concurrency);
-        if let Some(copy) = &mut self.copy {
-            copy.concurrency = slots.max(1);
-        }
-        let saved = self.save().await;
-        if let (Some(copy), Some(full)) = (&mut self.copy, full) {
-            copy.concurrency = full;
-        }
-        saved
     }
 
     pub async fn stage(&mut self, stage: Stage) -> Result<()> {

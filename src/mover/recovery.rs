@@ -147,11 +147,10 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
     let Replay {
         source,
         target,
+        mut journal,
         concurrency,
         progress,
-        ..
     } = replay;
-    let mut journal = replay.journal;
     let started = Instant::now();
     let mut skipped = Vec::new();
     if journal.journal.stage == Stage::Deleting {
@@ -214,13 +213,13 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
 /// source still owns — and only those: each by the UID its create answered with, never one that
 /// was there before or that someone has put in its place since; then unpauses the source.
 pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
-    let (source, target, concurrency, progress) = (
-        replay.source,
-        replay.target,
-        replay.concurrency,
-        replay.progress,
-    );
-    let mut journal = replay.journal;
+    let Replay {
+        source,
+        target,
+        mut journal,
+        concurrency,
+        progress,
+    } = replay;
     claim_unanswered_creates(target, &mut journal, concurrency).await?;
     let removed = delete_entries(
         target,

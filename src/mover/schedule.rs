@@ -89,6 +89,5 @@ fn owners_in_plan<'a>(plan: &'a MovePlan, uid: &str) -> Vec<&'a str> {
         .map(|o| o.uid.as_str())
         .chain(node.soft_owners.iter().map(String::as_str))
         .filter(|owner| *owner != uid && plan.scheduled.contains(*owner))
-        .filter_map(|owner| plan.scheduled.get(owner).map(String::as_str))
         .collect()
 }

@@ -432,10 +432,18 @@ pub enum Undecodable {
 
 /// Decodes an enveloped protobuf body into the JSON the server works on.
 pub fn decode(body: &[u8]) -> Result<Value, Undecodable> {
-    decode_envelope(body).map_err(Undecodable::Malformed)?
+    let (api_version, kind, raw) = envelope(body).map_err(Undecodable::Malformed)?;
+    let Some((_, layout)) = KINDS.iter().find(|(k, _)| *k == kind) else {
+        return Err(Undecodable::Kind(kind));
+    };
+    let mut object = message(raw, layout).map_err(Undecodable::Malformed)?;
+    object["apiVersion"] = json!(api_version);
+    object["kind"] = json!(kind);
+    Ok(object)
 }
 
-fn decode_envelope(body: &[u8]) -> Result<Result<Value, Undecodable>, String> {
+/// The `k8s\0` + runtime.Unknown envelope: apiVersion, kind and the message's bytes.
+fn envelope(body: &[u8]) -> Result<(String, String, &[u8]), String> {
     let envelope = body
         .strip_prefix(MAGIC)
         .ok_or("missing the k8s protobuf prefix")?;
@@ -460,13 +468,7 @@ fn decode_envelope(body: &[u8]) -> Result<Result<Value, Undecodable>, String> {
             _ => {}
         }
     }
-    let Some((_, layout)) = KINDS.iter().find(|(k, _)| *k == kind) else {
-        return Ok(Err(Undecodable::Kind(kind)));
-    };
-    let mut object = message(raw, layout)?;
-    object["apiVersion"] = json!(api_version);
-    object["kind"] = json!(kind);
-    Ok(Ok(object))
+    Ok((api_version, kind, raw))
 }
 
 #[cfg(test)]
