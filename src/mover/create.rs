@@ -303,22 +303,9 @@ pub async fn create_groups(
                 }
                 marked_through = needed;
                 // The save takes a free slot of --concurrency: at most that many writes in all.
-                while in_flight.len() >= concurrency {
-                    match in_flight.next().await {
-                        Some(answer) => answers.push(answer),
-                        None => break,
-                    }
-                }
-                let save = file.save_within(concurrency - in_flight.len());
-                tokio::pin!(save);
-                let saved = loop {
-                    tokio::select! {
-                        saved = &mut save => break saved,
-                        Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
-                            answers.push(answer);
-                        }
-                    }
-                };
+                let saved = file
+                    .save_alongside(concurrency, &mut in_flight, &mut answers)
+                    .await;
                 if let Err(e) = saved {
                     failure.get_or_insert(e);
                 }
@@ -363,16 +350,7 @@ pub async fn create_groups(
     if let Some(e) = failure {
         return Err(e);
     }
-    if schedule.waiting() > 0 {
-        // Only an ownership cycle leaves objects waiting; never skip them silently.
-        return Err(Error::Api {
-            context: "creating in the target".into(),
-            message: format!(
-                "{} object(s) own each other in a cycle and cannot be created in order; fix their ownerReferences and run the move again",
-                schedule.waiting()
-            ),
-        });
-    }
+    schedule.check_finished("creating in the target")?;
     progress.end(Phase::Create);
     Ok(created)
 }

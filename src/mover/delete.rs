@@ -1,7 +1,10 @@
 //! Deleting a move's objects — from the source after creating, or from the target in a
 //! rollback — each exactly by its UID, journalling every completed delete.
 
-use futures::{StreamExt, stream};
+use std::collections::{HashMap, VecDeque};
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use kube::api::{Api, DynamicObject, Patch};
 use kube::core::ApiResource;
 use serde::Serialize;
@@ -14,7 +17,8 @@ use crate::names::DELETE_FOR_MOVE_ANNOTATION;
 
 use super::journal::{Entry, JournalFile, entry_resource};
 use super::progress::{Phase, Progress};
-use super::requests::{api, only_uid, params, successes_and_first_error};
+use super::requests::{api, only_uid, params};
+use super::schedule::Schedule;
 use super::stop::Stop;
 
 /// What deleting one object came to.
@@ -164,9 +168,11 @@ pub struct Deleted {
 }
 
 /// Deletes from `cluster` (the `which` of the move) the journal entries that `pending` gives a
-/// UID for — exactly that object, see [`delete_one`] — in descending groups, up to
-/// `--concurrency` at once. `record` marks each done entry, and the journal is saved after
-/// every group, also when a sibling failed, so a rerun never repeats or loses a write.
+/// UID for — exactly that object, see [`delete_one`] — each once every entry it owns is deleted
+/// (see [`Schedule::deletes`]), with at most `--concurrency` writes in flight. `record` marks each
+/// done entry. The journal is saved alongside the deletes about once per plan group's worth of
+/// them, and at the end, also when one failed: a delete done but not yet saved is found gone by
+/// a rerun (UID-preconditioned), never repeated on another object.
 pub(super) async fn delete_entries(
     cluster: &Cluster,
     journal: &mut JournalFile,
@@ -176,56 +182,114 @@ pub(super) async fn delete_entries(
     (concurrency, stop): (usize, &Stop),
     progress: &dyn Progress,
 ) -> Result<Deleted> {
+    let concurrency = concurrency.max(1);
     let mut deleted = Deleted {
         count: 0,
         skipped: Vec::new(),
     };
-    let work: Vec<(Entry, String)> = journal
+    // (group, source UID, the UID to delete, owners), descending groups: leaves first.
+    let mut work: Vec<(usize, String, String, Vec<String>)> = journal
         .journal
         .entries
         .iter()
-        .filter_map(|e| Some((e.clone(), pending(e)?)))
+        .filter_map(|e| Some((e.group, e.uid.clone(), pending(e)?, e.owners.clone())))
         .collect();
-    let last_group = work.iter().map(|(e, _)| e.group).max().unwrap_or(0);
+    work.sort_by_key(|w| std::cmp::Reverse(w.0));
+    let groups = work
+        .iter()
+        .map(|w| w.0)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let save_every = (work.len() / groups.max(1)).max(concurrency);
     progress.begin(Phase::Delete, work.len());
-    for group in (0..=last_group).rev() {
-        let jobs = work
-            .iter()
-            .filter(|(e, _)| e.group == group)
-            .map(|(entry, uid)| async move {
-                stop.check()?;
-                let reference = ObjectRef {
-                    namespace: entry.namespace().to_string(),
-                    ..entry.object.clone()
-                };
-                let outcome = delete_one(cluster, &entry_resource(entry), &reference, uid).await?;
-                progress.done(Phase::Delete, &entry.object);
-                Ok::<_, Error>((entry, uid, outcome))
-            });
-        let answers: Vec<_> = stream::iter(jobs)
-            .buffer_unordered(concurrency.max(1))
+    // A journal from before entries carried their owners: group by group, as it was planned.
+    let batches: Vec<Vec<_>> = if journal.journal.owners_recorded {
+        vec![work]
+    } else {
+        work.chunk_by(|a, b| a.0 == b.0)
+            .map(<[_]>::to_vec)
             .collect()
-            .await;
-        let (done, failure) = successes_and_first_error(answers);
-        for (entry, uid, outcome) in done {
-            match outcome {
-                Deletion::Replaced { found_uid } => {
-                    deleted
-                        .skipped
-                        .push(Skipped::replaced(&entry.object, uid, &found_uid, which))
+    };
+    for batch in batches {
+        let to_delete: HashMap<String, String> = batch
+            .iter()
+            .map(|(_, uid, target, _)| (uid.clone(), target.clone()))
+            .collect();
+        let mut schedule =
+            Schedule::deletes(batch.into_iter().map(|(_, uid, _, owners)| (uid, owners)));
+        let mut queue: VecDeque<String> = schedule.take_ready().into();
+        let mut in_flight = FuturesUnordered::new();
+        let mut answers = Vec::new();
+        let mut failure: Option<Error> = None;
+        let mut unsaved = 0;
+        loop {
+            for answer in answers.drain(..) {
+                match answer {
+                    Ok::<(Entry, Deletion), _>((entry, outcome)) => {
+                        if let Deletion::Replaced { found_uid } = outcome {
+                            let meant = &to_delete[&entry.uid];
+                            deleted.skipped.push(Skipped::replaced(
+                                &entry.object,
+                                meant,
+                                &found_uid,
+                                which,
+                            ));
+                        } else {
+                            deleted.count += 1;
+                        }
+                        // Replaced is recorded too: the object this move meant is gone, and a
+                        // rerun must not try the one that took its name.
+                        if let Some(entry) = journal.journal.entry_mut(&entry.uid) {
+                            record(entry);
+                        }
+                        unsaved += 1;
+                        schedule.done(&entry.uid);
+                        queue.extend(schedule.take_ready());
+                    }
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
                 }
-                Deletion::Deleted | Deletion::AlreadyGone => deleted.count += 1,
             }
-            // Replaced is recorded too: the object this move meant is gone, and a rerun must not
-            // try the one that took its name.
-            if let Some(entry) = journal.journal.entry_mut(&entry.uid) {
-                record(entry);
+            if failure.is_none() && unsaved >= save_every {
+                unsaved = 0;
+                if let Err(e) = journal
+                    .save_alongside(concurrency, &mut in_flight, &mut answers)
+                    .await
+                {
+                    failure.get_or_insert(e);
+                }
+                continue;
+            }
+            while failure.is_none() && in_flight.len() < concurrency {
+                let Some(uid) = queue.pop_front() else { break };
+                let Some(entry) = journal.journal.entry(&uid).cloned() else {
+                    continue;
+                };
+                let meant = to_delete[&uid].clone();
+                in_flight.push(async move {
+                    stop.check()?;
+                    let reference = ObjectRef {
+                        namespace: entry.namespace().to_string(),
+                        ..entry.object.clone()
+                    };
+                    let outcome =
+                        delete_one(cluster, &entry_resource(&entry), &reference, &meant).await?;
+                    progress.done(Phase::Delete, &entry.object);
+                    Ok::<_, Error>((entry, outcome))
+                });
+            }
+            match in_flight.next().await {
+                Some(answer) => answers.push(answer),
+                None if answers.is_empty() => break,
+                None => {}
             }
         }
         journal.save().await?;
         if let Some(e) = failure {
             return Err(e);
         }
+        schedule.check_finished(&format!("deleting from the {which}"))?;
     }
     progress.end(Phase::Delete);
     Ok(deleted)

@@ -8,6 +8,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use serde::{Deserialize, Serialize};
 
 use kube::core::{ApiResource, GroupVersionKind};
@@ -70,6 +72,9 @@ pub struct Entry {
     /// Removed from the target again by a rollback.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub removed: bool,
+    /// Its owners and soft owners in this move (source UIDs): deleted only after it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,6 +113,10 @@ pub struct Journal {
     /// How many objects a finished move had; its record keeps no entries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub objects: Option<usize>,
+    /// Whether entries carry their owners. A journal written before they did is deleted from
+    /// group by group, as it was planned.
+    #[serde(default)]
+    pub owners_recorded: bool,
     /// Sorted by source UID, so an entry is found in O(log N) (each carries its group).
     pub entries: Vec<Entry>,
 }
@@ -146,6 +155,7 @@ impl Journal {
                     deleted: false,
                     sent: false,
                     removed: false,
+                    owners: super::schedule::owners_in_plan(plan, uid),
                 });
             }
         }
@@ -161,6 +171,7 @@ impl Journal {
             attempt: 0,
             finished_at: None,
             objects: None,
+            owners_recorded: true,
             entries,
         };
         journal.sort();
@@ -255,6 +266,7 @@ impl Journal {
                     .unwrap_or_default()
             })),
             objects: Some(self.objects.unwrap_or(self.entries.len())),
+            owners_recorded: self.owners_recorded,
             entries: Vec::new(),
         }
     }
@@ -353,6 +365,31 @@ impl JournalFile {
             );
         }
         Ok(())
+    }
+
+    /// Saves while writes are in flight: the save takes a free slot of `concurrency` (waiting for
+    /// one if none is), and the answers that arrive meanwhile are kept in `answers`, to be taken
+    /// in after it.
+    pub async fn save_alongside<F: Future>(
+        &mut self,
+        concurrency: usize,
+        in_flight: &mut FuturesUnordered<F>,
+        answers: &mut Vec<F::Output>,
+    ) -> Result<()> {
+        while in_flight.len() >= concurrency.max(1) {
+            match in_flight.next().await {
+                Some(answer) => answers.push(answer),
+                None => break,
+            }
+        }
+        let save = self.save_within(concurrency.max(1) - in_flight.len());
+        tokio::pin!(save);
+        loop {
+            tokio::select! {
+                saved = &mut save => return saved,
+                Some(answer) = in_flight.next(), if !in_flight.is_empty() => answers.push(answer),
+            }
+        }
     }
 
     pub async fn stage(&mut self, stage: Stage) -> Result<()> {
@@ -545,6 +582,7 @@ mod tests {
             attempt: 0,
             finished_at: None,
             objects: None,
+            owners_recorded: true,
             entries: vec![Entry {
                 object,
                 resource: "secrets".into(),
@@ -558,6 +596,7 @@ mod tests {
                 deleted: false,
                 sent: true,
                 removed: false,
+                owners: vec!["u0".into()],
             }],
         }
     }

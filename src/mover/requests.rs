@@ -4,7 +4,6 @@
 use kube::api::{Api, DeleteParams, DynamicObject, PatchParams, Preconditions};
 use kube::core::ApiResource;
 
-use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster, FIELD_MANAGER};
 use crate::model::ObjectRef;
 
@@ -54,20 +53,6 @@ pub(super) fn params(dry_run: bool) -> PatchParams {
         dry_run,
         ..PatchParams::default()
     }
-}
-
-/// Splits a group's answers: what succeeded (to journal) and the first error (to end the move
-/// with once the successes are recorded).
-pub(super) fn successes_and_first_error<T>(answers: Vec<Result<T>>) -> (Vec<T>, Option<Error>) {
-    let mut done = Vec::new();
-    let mut failure = None;
-    for answer in answers {
-        match answer {
-            Ok(value) => done.push(value),
-            Err(e) => failure = failure.or(Some(e)),
-        }
-    }
-    (done, failure)
 }
 
 /// The summary's per-kind key: `Kind.group`, or `Kind` for the core group.

@@ -506,13 +506,16 @@ fn drain(mut schedule: super::schedule::Schedule) -> Vec<String> {
             order.push(uid);
         }
     }
-    assert_eq!(schedule.waiting(), 0, "nothing is left waiting");
+    assert!(
+        schedule.check_finished("draining").is_ok(),
+        "nothing is left waiting"
+    );
     order
 }
 
 #[test]
 fn objects_wait_for_their_owners_only_not_for_a_whole_group() {
-    use super::schedule::Schedule;
+    use super::schedule::{Schedule, owners_in_plan};
     let mut w = Fixture::default();
     w.cluster("ns1", "foo", true);
     w.machine(
@@ -524,15 +527,7 @@ fn objects_wait_for_their_owners_only_not_for_a_whole_group() {
     );
     w.cluster("ns1", "bar", false);
     let p = plan_of(&w, None, &[]);
-    let owners = |uid: &str| -> Vec<String> {
-        let node = p.node(uid);
-        node.owners
-            .iter()
-            .map(|o| o.uid.clone())
-            .chain(node.soft_owners.iter().cloned())
-            .filter(|o| p.scheduled.contains(o))
-            .collect()
-    };
+    let owners = |uid: &str| owners_in_plan(&p, uid);
     let creates = drain(Schedule::creates(&p));
     assert_eq!(
         creates.iter().collect::<BTreeSet<_>>(),
@@ -548,7 +543,13 @@ fn objects_wait_for_their_owners_only_not_for_a_whole_group() {
             );
         }
     }
-    let deletes = drain(Schedule::deletes(&p));
+    let deletes = drain(Schedule::deletes(
+        p.groups
+            .iter()
+            .rev()
+            .flatten()
+            .map(|uid| (uid.clone(), owners(uid))),
+    ));
     for uid in &deletes {
         for owner in owners(uid) {
             assert!(

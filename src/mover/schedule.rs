@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::plan::MovePlan;
+use crate::error::{Error, Result};
 
 /// Which objects are ready, and which wait for how many others.
 #[derive(Debug, Default)]
@@ -14,32 +15,50 @@ pub struct Schedule {
     waiting: BTreeMap<String, usize>,
     /// UID → the objects that wait for it.
     unblocks: BTreeMap<String, Vec<String>>,
-    /// Ready and not yet handed out, in plan order.
+    /// Ready and not yet handed out, in the order given.
     ready: Vec<String>,
 }
 
 impl Schedule {
-    /// Creates: owners before what they own.
+    /// Creates: owners before what they own, in plan order.
     pub fn creates(plan: &MovePlan) -> Schedule {
-        Schedule::new(plan, |uid| owners_in_plan(plan, uid))
+        Schedule::new(
+            plan.groups
+                .iter()
+                .flatten()
+                .map(|uid| (uid.clone(), owners_in_plan(plan, uid))),
+        )
     }
 
-    /// Deletes: what is owned before its owners.
-    pub fn deletes(plan: &MovePlan) -> Schedule {
-        let mut owned: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for uid in plan.groups.iter().flatten() {
-            for owner in owners_in_plan(plan, uid) {
-                owned.entry(owner).or_default().push(uid);
+    /// Deletes: what is owned before its owners. `objects`: each object to delete with its
+    /// owners (owners not among `objects` are not waited for), in the order preferred.
+    pub fn deletes(objects: impl IntoIterator<Item = (String, Vec<String>)>) -> Schedule {
+        let objects: Vec<(String, Vec<String>)> = objects.into_iter().collect();
+        let mut owned: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (uid, owners) in &objects {
+            for owner in owners {
+                owned.entry(owner.as_str()).or_default().push(uid.clone());
             }
         }
-        Schedule::new(plan, |uid| owned.get(uid).cloned().unwrap_or_default())
+        let dependents: Vec<Vec<String>> = objects
+            .iter()
+            .map(|(uid, _)| owned.remove(uid.as_str()).unwrap_or_default())
+            .collect();
+        Schedule::new(objects.into_iter().map(|(uid, _)| uid).zip(dependents))
     }
 
-    /// `depends_on(uid)`: the UIDs (in the plan) that must be done before `uid`.
-    fn new<'a>(plan: &'a MovePlan, depends_on: impl Fn(&str) -> Vec<&'a str>) -> Schedule {
+    /// `objects`: each UID with the UIDs that must be done before it; a dependency that is not
+    /// itself among `objects` (or the object itself) is not waited for.
+    fn new(objects: impl IntoIterator<Item = (String, Vec<String>)>) -> Schedule {
+        let objects: Vec<(String, Vec<String>)> = objects.into_iter().collect();
+        let known: BTreeSet<&str> = objects.iter().map(|(uid, _)| uid.as_str()).collect();
         let mut schedule = Schedule::default();
-        for uid in plan.groups.iter().flatten() {
-            let dependencies: BTreeSet<&str> = depends_on(uid).into_iter().collect();
+        for (uid, depends_on) in &objects {
+            let dependencies: BTreeSet<&str> = depends_on
+                .iter()
+                .map(String::as_str)
+                .filter(|d| *d != uid && known.contains(d))
+                .collect();
             for dependency in &dependencies {
                 schedule
                     .unblocks
@@ -75,19 +94,29 @@ impl Schedule {
         }
     }
 
-    /// Objects still waiting for others (none once everything is done).
-    pub fn waiting(&self) -> usize {
-        self.waiting.len()
+    /// After every ready object is done: only an ownership cycle leaves objects waiting, and
+    /// they are never skipped silently.
+    pub fn check_finished(&self, doing: &str) -> Result<()> {
+        match self.waiting.len() {
+            0 => Ok(()),
+            n => Err(Error::Api {
+                context: doing.to_string(),
+                message: format!(
+                    "{n} object(s) own each other in a cycle and cannot be written in order; fix their ownerReferences and run the move again"
+                ),
+            }),
+        }
     }
 }
 
 /// The owners and soft owners of `uid` that the plan moves too.
-fn owners_in_plan<'a>(plan: &'a MovePlan, uid: &str) -> Vec<&'a str> {
+pub fn owners_in_plan(plan: &MovePlan, uid: &str) -> Vec<String> {
     let node = plan.node(uid);
     node.owners
         .iter()
         .map(|o| o.uid.as_str())
         .chain(node.soft_owners.iter().map(String::as_str))
         .filter(|owner| *owner != uid && plan.scheduled.contains(*owner))
+        .map(str::to_string)
         .collect()
 }

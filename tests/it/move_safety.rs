@@ -198,15 +198,19 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
         .agent("kubectl-capi/")
         .times(1)
     };
-    // The move stops while deleting the Machines; the resume, in the group the Cluster owns.
+    // The move stops while deleting a Machine; the resume, at the Cluster everything belongs to.
     w.source.inject(refuse_delete("machines", "w2"));
     let out = w.plugin(&MOVE_NS1).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
-    w.source.inject(refuse_delete("dockerclusters", "foo"));
+    w.source.inject(refuse_delete("clusters", "foo"));
     let resume = ["-n", "ns1", "--resume"];
     let out = w.move_with(&resume).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("dockercluster"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cluster.x-k8s.io/foo"),
+        "{}",
+        out.stderr
+    );
 
     // Every object gone from the source is recorded as deleted, siblings of the failure too.
     let journal = local_journal(&w);
@@ -219,8 +223,8 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
         pending += usize::from(!recorded);
     }
     assert!(
-        (2..entries.len() / 2).contains(&pending),
-        "{pending} of {} left: the DockerCluster's siblings went",
+        (1..entries.len() / 2).contains(&pending),
+        "{pending} of {} left: everything the Cluster owns went",
         entries.len()
     );
 

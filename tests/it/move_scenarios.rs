@@ -1436,6 +1436,14 @@ async fn writes_stay_within_concurrency_and_follow_ownership_object_by_object() 
             .agent("kubectl-capi/")
             .times(1),
     );
+    // The same for one slow delete: other Clusters are deleted meanwhile.
+    w.source.inject(
+        FaultRule::new(FaultAction::Latency(std::time::Duration::from_millis(1500)))
+            .verbs(&["delete"])
+            .resource("dockerclusters")
+            .agent("kubectl-capi/")
+            .times(1),
+    );
     let moved = w.move_with(&["-n", "ns1", "--concurrency", "3"]).await;
     assert_eq!(moved.code, 0, "{}", moved.stderr);
     let creates: Vec<_> = writes_to(&w.target)
@@ -1463,6 +1471,17 @@ async fn writes_stay_within_concurrency_and_follow_ownership_object_by_object() 
             .iter()
             .any(|r| r.resource == "machines" && r.started < slow.finished),
         "a Machine was created while an earlier group's DockerCluster was still being created"
+    );
+    let slow = deletes
+        .iter()
+        .filter(|r| r.resource == "dockerclusters")
+        .max_by_key(|r| r.finished - r.started)
+        .unwrap();
+    assert!(
+        deletes
+            .iter()
+            .any(|r| r.resource == "clusters" && r.name != slow.name && r.started < slow.finished),
+        "another Cluster was deleted while a DockerCluster of a later group was still being deleted"
     );
     let record = |records: &[capi_sandbox::RequestRecord], kind: &str, name: &str| {
         let plural = format!("{}s", kind.to_lowercase());
