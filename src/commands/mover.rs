@@ -461,6 +461,8 @@ struct Move<'a> {
     scope: ListScope,
     namespace: Option<String>,
     records: Option<MoveRecords>,
+    /// When the command started: the preflight's share of the time.
+    started: std::time::Instant,
 }
 
 /// `kubectl capi move` itself, as clusterctl's `move()` reads: a short list of named steps.
@@ -524,6 +526,7 @@ impl<'a> Move<'a> {
         settings: &'a Settings,
         printer: &'a Printer,
     ) -> Result<Move<'a>> {
+        let started = std::time::Instant::now();
         let source = connect(&settings.connection).await?;
         Catalog::discover(&source).await?;
         let (scope, namespace) = if settings.scope.all_namespaces {
@@ -574,6 +577,7 @@ impl<'a> Move<'a> {
             scope,
             namespace,
             records,
+            started,
         })
     }
 
@@ -1033,6 +1037,7 @@ impl<'a> Move<'a> {
         let reporter = std::sync::Arc::new(Reporter::new(self.printer));
         let listener = stop_on_ctrl_c(&options.stop, reporter.clone());
         let mut file = self.journal_file(records, journal);
+        let preflight = self.started.elapsed().as_secs_f64();
         let outcome = execute(
             &plan,
             &from,
@@ -1045,7 +1050,8 @@ impl<'a> Move<'a> {
         .await;
         listener.abort();
         match outcome {
-            Ok(summary) => {
+            Ok(mut summary) => {
+                summary.phases.preflight = preflight;
                 print_summary(self.args, self.settings, self.printer, &summary)?;
                 Ok(ExitStatus::Success)
             }

@@ -204,6 +204,7 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
         excluded: Vec::new(),
         frozen_in_target: Vec::new(),
         seconds: started.elapsed().as_secs_f64(),
+        phases: Default::default(),
     })
 }
 

@@ -40,6 +40,22 @@ pub struct Summary {
     /// Objects frozen by `kubectl capi pause` that stay frozen in the target.
     pub frozen_in_target: Vec<ObjectRef>,
     pub seconds: f64,
+    /// Where the time went.
+    pub phases: Phases,
+}
+
+/// Seconds spent in each step of a move.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Phases {
+    /// From the start of the command to the first write: connecting, reading, planning and the
+    /// preflight's checks (access reviews, dry runs).
+    pub preflight: f64,
+    /// Pausing the source, waiting for block-move, reading the paused objects.
+    pub pause: f64,
+    pub create: f64,
+    pub delete: f64,
+    pub unpause: f64,
 }
 
 /// The source management cluster, and what move reads there.
@@ -81,6 +97,13 @@ pub async fn run(
     let (types, scope) = (source.types, source.scope);
     let source = source.cluster;
     let started = Instant::now();
+    let mut phases = Phases::default();
+    let mut lap = Instant::now();
+    let mut lap_seconds = move || {
+        let seconds = lap.elapsed().as_secs_f64();
+        lap = Instant::now();
+        seconds
+    };
     let before_creating = async {
         journal.stage(Stage::Pausing).await?;
         set_paused(source, plan, types, true, options.concurrency, progress).await?;
@@ -115,6 +138,7 @@ pub async fn run(
             return Err(e);
         }
     };
+    phases.pause = lap_seconds();
     let created = create_groups(
         plan,
         types,
@@ -132,6 +156,7 @@ pub async fn run(
     )
     .await?;
     options.stop.check()?;
+    phases.create = lap_seconds();
     journal.stage(Stage::Deleting).await?;
     let deleted = delete_entries(
         source,
@@ -143,6 +168,7 @@ pub async fn run(
         progress,
     )
     .await?;
+    phases.delete = lap_seconds();
     journal.stage(Stage::Unpausing).await?;
     set_paused(
         &target.cluster,
@@ -154,6 +180,7 @@ pub async fn run(
     )
     .await?;
     journal.stage(Stage::Done).await?;
+    phases.unpause = lap_seconds();
     Ok(Summary {
         api_version: "kubectl-capi/v1",
         kind: "MoveSummary",
@@ -165,5 +192,6 @@ pub async fn run(
         excluded: plan.excluded.clone(),
         frozen_in_target: created.frozen,
         seconds: started.elapsed().as_secs_f64(),
+        phases,
     })
 }

@@ -1348,6 +1348,9 @@ async fn the_move_benchmark_runs_on_a_small_fixture() {
         "raw ceiling",
         "raw ceiling with the move's 4 writes per object",
         "parallel vs sequential",
+        "ms/object)  writes in flight: ",
+        "phases: preflight ",
+        "move vs 4-write ceiling + the move's own preflight",
     ] {
         assert!(report.contains(line), "{line}: {report}");
     }

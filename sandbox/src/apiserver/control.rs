@@ -1,7 +1,7 @@
 //! What tests steer and observe: the request log, injected faults, and the authorization policy.
 
 use std::collections::{BTreeMap, HashSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
@@ -29,6 +29,9 @@ pub struct RequestRecord {
     /// all requests: which requests overlapped, and which finished before another began.
     pub started: u64,
     pub finished: u64,
+    /// The same two moments on the wall clock: how long requests overlapped.
+    pub arrived: Instant,
+    pub answered: Instant,
 }
 
 impl RequestRecord {

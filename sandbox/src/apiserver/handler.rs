@@ -399,6 +399,8 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
             .and_then(|options| options["preconditions"]["uid"].as_str().map(str::to_string)),
         started: shared.tick(),
         finished: 0,
+        arrived: std::time::Instant::now(),
+        answered: std::time::Instant::now(),
     };
 
     let outcome = serve(
@@ -412,6 +414,7 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
     )
     .await;
     record.finished = shared.tick();
+    record.answered = std::time::Instant::now();
     record.code = match &outcome {
         Outcome::Respond(response) | Outcome::Late(response, _) => response.status().as_u16(),
         Outcome::Drop => 0,
