@@ -107,11 +107,15 @@ fn children_cpu_seconds() -> f64 {
 /// the target before the first delete-phase write in the source; the delete window from there
 /// to the last write of a moved object in the source (journal saves inside a window count: they
 /// hold a slot of `--concurrency` too).
-fn in_flight(source: &[crate::RequestRecord], target: &[crate::RequestRecord]) -> (f64, f64) {
+fn in_flight(
+    source: &[crate::RequestRecord],
+    target: &[crate::RequestRecord],
+    agent: &str,
+) -> (f64, f64) {
     let writes = |records: &[crate::RequestRecord]| -> Vec<crate::RequestRecord> {
         records
             .iter()
-            .filter(|r| r.agent.starts_with("kubectl-capi/") && r.is_write_attempt())
+            .filter(|r| r.agent.starts_with(agent) && r.is_write_attempt())
             .cloned()
             .collect()
     };
@@ -250,7 +254,11 @@ async fn timed_move(
         reads,
         peak_rss_mib: peak as f64 / 1024.0,
         cpu_seconds,
-        in_flight: in_flight(&pair.source.requests(), &pair.target.requests()),
+        in_flight: in_flight(
+            &pair.source.requests(),
+            &pair.target.requests(),
+            "kubectl-capi/",
+        ),
         phases: summary["phases"].clone(),
     })
 }
@@ -272,8 +280,12 @@ enum RawWrites {
 
 /// The servers' ceiling: every object created in the target and deleted from the source with
 /// `concurrency` requests in flight over the same loopback HTTP the plugin uses, no planning,
-/// no checks. Seconds.
-async fn raw_ceiling(options: &MoveOptions, dir: &Path, writes: RawWrites) -> anyhow::Result<f64> {
+/// no checks. Seconds, and the writes in flight while creating and deleting.
+async fn raw_ceiling(
+    options: &MoveOptions,
+    dir: &Path,
+    writes: RawWrites,
+) -> anyhow::Result<(f64, (f64, f64))> {
     let tag = match writes {
         RawWrites::Two => "raw2",
         RawWrites::Four => "raw4",
@@ -344,7 +356,12 @@ async fn raw_ceiling(options: &MoveOptions, dir: &Path, writes: RawWrites) -> an
     .collect()
     .await;
     deleted.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
-    Ok(started.elapsed().as_secs_f64())
+    let seconds = started.elapsed().as_secs_f64();
+    // Only the bench's own client talks to these servers.
+    Ok((
+        seconds,
+        in_flight(&pair.source.requests(), &pair.target.requests(), ""),
+    ))
 }
 
 async fn patch_object(client: &kube::Client, object: &Value, patch: &Value) -> anyhow::Result<()> {
@@ -367,8 +384,9 @@ pub async fn run(options: &MoveOptions) -> anyhow::Result<String> {
     if options.sequential {
         runs.push(timed_move(options, dir.path(), 1).await?);
     }
-    let ceiling = raw_ceiling(options, dir.path(), RawWrites::Two).await?;
-    let ceiling_four = raw_ceiling(options, dir.path(), RawWrites::Four).await?;
+    let (ceiling, _) = raw_ceiling(options, dir.path(), RawWrites::Two).await?;
+    let (ceiling_four, ceiling_in_flight) =
+        raw_ceiling(options, dir.path(), RawWrites::Four).await?;
     let objects = runs[0].objects;
     let mut out = format!(
         "{} clusters × (1 control-plane + {} workers) = {objects} objects, write latency {} ms\n",
@@ -412,9 +430,11 @@ pub async fn run(options: &MoveOptions) -> anyhow::Result<String> {
         ));
     }
     out.push_str(&format!(
-        "raw ceiling with the move's 4 writes per object: {:.1} s  {:.0} objects/s\n",
+        "raw ceiling with the move's 4 writes per object: {:.1} s  {:.0} objects/s  writes in flight: {:.1} creating, {:.1} deleting\n",
         ceiling_four,
-        objects as f64 / ceiling_four
+        objects as f64 / ceiling_four,
+        ceiling_in_flight.0,
+        ceiling_in_flight.1
     ));
     out.push_str(&format!(
         "move vs raw ceiling: {:.0}% of the ceiling's speed ({:.0}% of the 4-write ceiling's)\n",
@@ -478,7 +498,7 @@ mod tests {
             write("update", "configmaps", 0, 50, at),
             write("delete", "machines", 100, 200, at),
         ];
-        let (creating, deleting) = in_flight(&source, &target);
+        let (creating, deleting) = in_flight(&source, &target, "kubectl-capi/");
         assert!((creating - 3.0).abs() < 0.01, "{creating}");
         assert!((deleting - 1.0).abs() < 0.01, "{deleting}");
     }

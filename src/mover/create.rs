@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
@@ -18,7 +18,7 @@ use super::journal::JournalFile;
 use super::namespaces::ensure_namespace;
 use super::plan::MovePlan;
 use super::progress::{Phase, Progress};
-use super::requests::{Destination, api, kind_key, params, type_of};
+use super::requests::{Destination, Writes, api, kind_key, params, type_of};
 use super::schedule::Schedule;
 use super::stop::Stop;
 
@@ -159,12 +159,12 @@ pub(super) async fn create_one(
         ""
     };
     let target_api = api(target, &t.resource, namespace);
-    let object: DynamicObject = serde_json::from_value(body).expect("valid body");
+    let writes = Writes::new(target, &t.resource, namespace);
     let write = PostParams {
         field_manager: Some(crate::kube::FIELD_MANAGER.into()),
         ..Default::default()
     };
-    let (uid, made) = match target_api.create(&write, &object).await {
+    let (uid, made) = match writes.create(&body, &write).await {
         Ok(created) => (created.metadata.uid.unwrap_or_default(), true),
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
             let existing = target_api.get(name).await.map_err(|e| {
@@ -181,6 +181,7 @@ pub(super) async fn create_one(
                 }
                 WhenExisting::Adopt => (existing_uid, true),
                 WhenExisting::Overwrite => {
+                    let object: DynamicObject = serde_json::from_value(body).expect("valid body");
                     overwrite(target, &target_api, object, existing, reference).await?;
                     (existing_uid, false)
                 }
@@ -194,11 +195,11 @@ pub(super) async fn create_one(
         }
     };
     if let Some(managed) = managed {
-        target_api
-            .patch(
+        writes
+            .merge_patch(
                 name,
+                &json!({"metadata": {"managedFields": managed}}),
                 &PatchParams::default(),
-                &Patch::Merge(&json!({"metadata": {"managedFields": managed}})),
             )
             .await
             .map_err(|e| {
@@ -513,12 +514,8 @@ pub(super) async fn restore_status(
     namespace: &str,
     status: Value,
 ) -> Result<()> {
-    api(target, &t.resource, namespace)
-        .patch_status(
-            &reference.name,
-            &params(false),
-            &Patch::Merge(&json!({"status": status})),
-        )
+    Writes::new(target, &t.resource, namespace)
+        .merge_patch_status(&reference.name, &json!({"status": status}), &params(false))
         .await
         .map_err(|e| {
             target.api_error(

@@ -5,7 +5,6 @@ use std::collections::{HashMap, VecDeque};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use kube::api::{Api, DynamicObject, Patch};
 use kube::core::ApiResource;
 use serde::Serialize;
 use serde_json::json;
@@ -17,7 +16,7 @@ use crate::names::DELETE_FOR_MOVE_ANNOTATION;
 
 use super::journal::{Entry, JournalFile, entry_resource};
 use super::progress::{Phase, Progress};
-use super::requests::{api, only_uid, params};
+use super::requests::{Writes, api, only_uid, params};
 use super::schedule::Schedule;
 use super::stop::Stop;
 
@@ -69,6 +68,7 @@ pub async fn delete_one(
     uid: &str,
 ) -> Result<Deletion> {
     let api = api(cluster, resource, &reference.namespace);
+    let writes = Writes::new(cluster, resource, &reference.namespace);
     let named = reference.kubectl_name();
     let not_found = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
     // A real server answers a patch whose UID differs with 422 (immutable field), a DELETE with
@@ -78,7 +78,7 @@ pub async fn delete_one(
     let mut step = DeleteStep::Mark;
     let mut conflicts = 0;
     loop {
-        let failure = match delete_step(&api, &reference.name, uid, step).await {
+        let failure = match delete_step(&writes, &reference.name, uid, step).await {
             Ok(Some(next)) => {
                 step = next;
                 continue;
@@ -129,7 +129,7 @@ impl DeleteStep {
 
 /// One write of [`delete_one`], each conditional on `uid`; returns the step that follows, if any.
 pub(super) async fn delete_step(
-    api: &Api<DynamicObject>,
+    writes: &Writes,
     name: &str,
     uid: &str,
     step: DeleteStep,
@@ -138,24 +138,22 @@ pub(super) async fn delete_step(
         DeleteStep::Mark => {
             let mark = json!({"metadata": {"uid": uid, "finalizers": null,
                 "annotations": {DELETE_FOR_MOVE_ANNOTATION: ""}}});
-            api.patch(name, &params(false), &Patch::Merge(&mark))
-                .await?;
+            writes.merge_patch(name, &mark, &params(false)).await?;
             Ok(Some(DeleteStep::Delete))
         }
         DeleteStep::Delete => {
             // The object itself in the answer means it is still there (Terminating).
-            let lingering = api
+            let lingering = writes
                 .delete(name, &only_uid(uid))
                 .await?
-                .left()
-                .and_then(|still_there| still_there.metadata.finalizers)
+                .metadata
+                .finalizers
                 .is_some_and(|f| !f.is_empty());
             Ok(lingering.then_some(DeleteStep::Strip))
         }
         DeleteStep::Strip => {
             let strip = json!({"metadata": {"uid": uid, "finalizers": null}});
-            api.patch(name, &params(false), &Patch::Merge(&strip))
-                .await?;
+            writes.merge_patch(name, &strip, &params(false)).await?;
             Ok(None)
         }
     }

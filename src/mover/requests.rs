@@ -1,8 +1,10 @@
 //! How the move addresses objects: their API by type, the parameters of its writes, the field
 //! manager it writes as, how many writes run at once, and the destination cluster.
 
-use kube::api::{Api, DeleteParams, DynamicObject, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::ApiResource;
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::kube::{Catalog, Cluster, FIELD_MANAGER};
 use crate::model::ObjectRef;
@@ -33,6 +35,85 @@ pub(super) fn api(
         Api::all_with(cluster.client.clone(), resource)
     } else {
         Api::namespaced_with(cluster.client.clone(), namespace, resource)
+    }
+}
+
+/// What the move reads from a write's answer — the UID and the finalizers, nothing else: parsing
+/// the whole object back (a real server's answers carry every field and full managedFields) would
+/// cost more than the write itself.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Answer {
+    #[serde(default)]
+    pub metadata: AnswerMeta,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct AnswerMeta {
+    #[serde(default)]
+    pub uid: Option<String>,
+    #[serde(default)]
+    pub finalizers: Option<Vec<String>>,
+}
+
+/// The writes of a move to one resource in one namespace (or cluster-wide): each body serialised
+/// once, each answer read as an [`Answer`].
+pub(super) struct Writes {
+    client: kube::Client,
+    request: kube::core::Request,
+}
+
+impl Writes {
+    pub fn new(cluster: &Cluster, resource: &ApiResource, namespace: &str) -> Writes {
+        let url = api(cluster, resource, namespace).resource_url().to_string();
+        Writes {
+            client: cluster.client.clone(),
+            request: kube::core::Request::new(url),
+        }
+    }
+
+    pub async fn create(&self, body: &Value, pp: &PostParams) -> kube::Result<Answer> {
+        let bytes = serde_json::to_vec(body).map_err(kube::Error::SerdeError)?;
+        let request = self
+            .request
+            .create(pp, bytes)
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request(request).await
+    }
+
+    pub async fn merge_patch(
+        &self,
+        name: &str,
+        patch: &Value,
+        pp: &PatchParams,
+    ) -> kube::Result<Answer> {
+        let request = self
+            .request
+            .patch(name, pp, &Patch::Merge(patch))
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request(request).await
+    }
+
+    pub async fn merge_patch_status(
+        &self,
+        name: &str,
+        patch: &Value,
+        pp: &PatchParams,
+    ) -> kube::Result<Answer> {
+        let request = self
+            .request
+            .patch_subresource("status", name, pp, &Patch::Merge(patch))
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request(request).await
+    }
+
+    /// The object while it is still there (Terminating), else a Status: both read as an
+    /// [`Answer`] (a Status has no finalizers).
+    pub async fn delete(&self, name: &str, dp: &DeleteParams) -> kube::Result<Answer> {
+        let request = self
+            .request
+            .delete(name, dp)
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request(request).await
     }
 }
 

@@ -369,6 +369,10 @@ fn deprecation_warning(target: &Target) -> Vec<(header::HeaderName, String)> {
     )]
 }
 
+/// When a request's headers arrived, before its body was read.
+#[derive(Clone, Copy)]
+pub struct Arrived(pub std::time::Instant);
+
 /// Serves one request and logs it; `None` when an injected fault drops the connection.
 pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Response<Body>> {
     let (parts, body) = request.into_parts();
@@ -399,7 +403,10 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
             .and_then(|options| options["preconditions"]["uid"].as_str().map(str::to_string)),
         started: shared.tick(),
         finished: 0,
-        arrived: std::time::Instant::now(),
+        arrived: parts
+            .extensions
+            .get::<Arrived>()
+            .map_or_else(std::time::Instant::now, |a| a.0),
         answered: std::time::Instant::now(),
     };
 

@@ -457,7 +457,11 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    // In flight from here: reading the body is part of serving the request.
+    parts
+        .extensions
+        .insert(handler::Arrived(std::time::Instant::now()));
     Box::pin(async move {
         let mut body = std::pin::pin!(body);
         // Up to the apiserver's limit; beyond it the rest is read and dropped (up to a bound), so
