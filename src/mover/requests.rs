@@ -73,11 +73,7 @@ impl Writes {
 
     pub async fn create(&self, body: &Value, pp: &PostParams) -> kube::Result<Answer> {
         let bytes = serde_json::to_vec(body).map_err(kube::Error::SerdeError)?;
-        let request = self
-            .request
-            .create(pp, bytes)
-            .map_err(kube::Error::BuildRequest)?;
-        self.client.request(request).await
+        self.send(self.request.create(pp, bytes)).await
     }
 
     pub async fn merge_patch(
@@ -86,11 +82,8 @@ impl Writes {
         patch: &Value,
         pp: &PatchParams,
     ) -> kube::Result<Answer> {
-        let request = self
-            .request
-            .patch(name, pp, &Patch::Merge(patch))
-            .map_err(kube::Error::BuildRequest)?;
-        self.client.request(request).await
+        self.send(self.request.patch(name, pp, &Patch::Merge(patch)))
+            .await
     }
 
     pub async fn merge_patch_status(
@@ -99,21 +92,25 @@ impl Writes {
         patch: &Value,
         pp: &PatchParams,
     ) -> kube::Result<Answer> {
-        let request = self
-            .request
-            .patch_subresource("status", name, pp, &Patch::Merge(patch))
-            .map_err(kube::Error::BuildRequest)?;
+        self.send(
+            self.request
+                .patch_subresource("status", name, pp, &Patch::Merge(patch)),
+        )
+        .await
+    }
+
+    async fn send(
+        &self,
+        request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> kube::Result<Answer> {
+        let request = request.map_err(kube::Error::BuildRequest)?;
         self.client.request(request).await
     }
 
     /// The object while it is still there (Terminating), else a Status: both read as an
     /// [`Answer`] (a Status has no finalizers).
     pub async fn delete(&self, name: &str, dp: &DeleteParams) -> kube::Result<Answer> {
-        let request = self
-            .request
-            .delete(name, dp)
-            .map_err(kube::Error::BuildRequest)?;
-        self.client.request(request).await
+        self.send(self.request.delete(name, dp)).await
     }
 }
 
