@@ -19,6 +19,7 @@ pub mod output;
 pub mod ready;
 pub mod settings;
 pub mod snapshot;
+pub mod verify;
 
 use clap::Parser;
 

@@ -1,0 +1,523 @@
+//! Proof that a move took: the moved Clusters as the source had them (names and IDs only), and a
+//! pure evaluation of the target and the source against that record. The watch that drives it
+//! and the command that prints it are the imperative shell; this is the functional core.
+
+use std::collections::BTreeMap;
+
+use kube::api::DynamicObject;
+use serde::{Deserialize, Serialize};
+
+use crate::model::conditions;
+use crate::model::{ClusterView, Dialect, MachineView, ObjectRef, ScalerKind, ScalerView};
+use crate::names::CORE_GROUP;
+use crate::snapshot::Snapshot;
+
+/// One moved Cluster as the source had it when the move planned it: what its Machines were
+/// called and which cloud machines they were, and how many replicas its scalers reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MovedCluster {
+    pub cluster: ObjectRef,
+    /// Machine name → `spec.providerID` (empty when it had none yet).
+    pub machines: BTreeMap<String, String>,
+    /// How many of `machines` belong to the control plane.
+    pub control_plane_machines: usize,
+    /// Infrastructure machine (`Kind name`) → `spec.providerID`.
+    pub infrastructure_machines: BTreeMap<String, String>,
+    /// Control plane, MachineDeployment or MachinePool (`Kind name`) → the replicas it reported.
+    pub replicas: BTreeMap<String, i64>,
+}
+
+/// `Kind name`: how the record keys an object of a Cluster's namespace.
+fn kind_name(kind: &str, name: &str) -> String {
+    format!("{kind} {name}")
+}
+
+impl MovedCluster {
+    /// Records `cluster` as the source `snapshot` has it.
+    pub fn record(cluster: &ClusterView, snapshot: &Snapshot) -> MovedCluster {
+        let (namespace, name) = (&cluster.reference.namespace, &cluster.reference.name);
+        let machines: Vec<(MachineView, String)> = snapshot
+            .of_cluster(CORE_GROUP, "Machine", namespace, name)
+            .map(|o| (MachineView::read(o), provider_id(o)))
+            .collect();
+        let infrastructure_machines = machines
+            .iter()
+            .filter_map(|(m, _)| m.infrastructure_ref.as_ref())
+            .filter_map(|r| {
+                let object = snapshot.of_kind(&r.api_group, &r.kind).iter().find(|o| {
+                    o.metadata.namespace.as_deref() == Some(namespace.as_str())
+                        && o.metadata.name.as_deref() == Some(r.name.as_str())
+                })?;
+                Some((kind_name(&r.kind, &r.name), provider_id(object)))
+            })
+            .collect();
+        MovedCluster {
+            cluster: cluster.reference.clone(),
+            control_plane_machines: machines.iter().filter(|(m, _)| m.control_plane).count(),
+            machines: machines
+                .into_iter()
+                .map(|(m, id)| (m.reference.name, id))
+                .collect(),
+            infrastructure_machines,
+            replicas: scalers(snapshot, &cluster.reference, control_plane_name(cluster))
+                .filter_map(|s| {
+                    Some((kind_name(&s.reference.kind, &s.reference.name), s.replicas?))
+                })
+                .collect(),
+        }
+    }
+}
+
+fn control_plane_name(cluster: &ClusterView) -> Option<&str> {
+    cluster.control_plane_ref.as_ref().map(|r| r.name.as_str())
+}
+
+fn provider_id(object: &DynamicObject) -> String {
+    object.data["spec"]["providerID"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The scalers of one Cluster in a snapshot whose replicas a verification compares: those
+/// labelled with its name, and its control plane (by the Cluster's reference).
+fn scalers<'a>(
+    snapshot: &'a Snapshot,
+    cluster: &'a ObjectRef,
+    control_plane: Option<&'a str>,
+) -> impl Iterator<Item = ScalerView> + 'a {
+    snapshot
+        .kinds()
+        .filter_map(|(group, kind)| Some((group, kind, crate::model::kinds::scaler(group, kind)?)))
+        .filter(|(_, _, scaler)| *scaler != ScalerKind::MachineSet)
+        .flat_map(move |(group, kind, scaler)| {
+            snapshot
+                .of_kind(group, kind)
+                .iter()
+                .filter(|o| o.metadata.namespace.as_deref() == Some(cluster.namespace.as_str()))
+                .map(move |o| ScalerView::read(o, scaler))
+        })
+        .filter(move |s| {
+            s.cluster_name.as_deref() == Some(cluster.name.as_str())
+                || (s.scaler == ScalerKind::ControlPlane
+                    && Some(s.reference.name.as_str()) == control_plane)
+        })
+}
+
+/// What a verification found about one Cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterVerification {
+    pub cluster: ObjectRef,
+    /// Every check passed.
+    pub verified: bool,
+    /// Checks that failed: the target did something a move must not lead to. Final.
+    pub failed: Vec<String>,
+    /// Checks not passed yet (health, replicas): may still pass.
+    pub pending: Vec<String>,
+    /// The one-line account of a verified Cluster.
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerificationReport {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub clusters: Vec<ClusterVerification>,
+}
+
+impl VerificationReport {
+    pub fn verified(&self) -> bool {
+        self.clusters.iter().all(|c| c.verified)
+    }
+
+    /// A check failed: waiting longer cannot make it pass.
+    pub fn failed(&self) -> bool {
+        self.clusters.iter().any(|c| !c.failed.is_empty())
+    }
+}
+
+/// Evaluates the moved Clusters in `target` and `source`. `flags` are the user's connection
+/// flags for the target (`--context …`), repeated in the hints so they work when pasted.
+pub fn evaluate(
+    moved: &[MovedCluster],
+    target: &Snapshot,
+    source: &Snapshot,
+    flags: &str,
+) -> VerificationReport {
+    VerificationReport {
+        api_version: "kubectl-capi/v1",
+        kind: "VerificationReport",
+        clusters: moved
+            .iter()
+            .map(|m| verify_cluster(m, target, source, flags))
+            .collect(),
+    }
+}
+
+fn verify_cluster(
+    moved: &MovedCluster,
+    target: &Snapshot,
+    source: &Snapshot,
+    flags: &str,
+) -> ClusterVerification {
+    let (namespace, name) = (&moved.cluster.namespace, &moved.cluster.name);
+    let mut failed = Vec::new();
+    let mut pending = Vec::new();
+    let find_cluster = |snapshot: &Snapshot| {
+        snapshot
+            .of_kind(CORE_GROUP, "Cluster")
+            .iter()
+            .find(|o| {
+                o.metadata.namespace.as_deref() == Some(namespace.as_str())
+                    && o.metadata.name.as_deref() == Some(name.as_str())
+            })
+            .cloned()
+    };
+    let pause_hint = format!(
+        "pause the Cluster (kubectl capi pause {name} -n {namespace}{flags}) and check the provider's version and credentials in the target"
+    );
+
+    match find_cluster(target) {
+        None => failed.push(format!("Cluster {namespace}/{name} is not in the target")),
+        Some(cluster) => {
+            if let Some(reason) = unhealthy(&cluster) {
+                pending.push(format!(
+                    "Cluster {namespace}/{name} is not healthy yet: {reason}"
+                ));
+            }
+        }
+    }
+
+    let now: BTreeMap<String, String> = target
+        .of_cluster(CORE_GROUP, "Machine", namespace, name)
+        .map(|o| (o.metadata.name.clone().unwrap_or_default(), provider_id(o)))
+        .collect();
+    for (machine, id) in &now {
+        match moved.machines.get(machine) {
+            None => failed.push(format!(
+                "Machine {namespace}/{machine} was created in the target after the move: the target's controllers are provisioning new infrastructure instead of adopting — {pause_hint}"
+            )),
+            Some(before) if !before.is_empty() && before != id => failed.push(format!(
+                "Machine {namespace}/{machine} has providerID {} in the target, {before} in the source: it is not the same machine — {pause_hint}",
+                shown(id)
+            )),
+            Some(_) => {}
+        }
+    }
+    for machine in moved.machines.keys().filter(|m| !now.contains_key(*m)) {
+        failed.push(format!(
+            "Machine {namespace}/{machine} was deleted in the target after the move — {pause_hint}"
+        ));
+    }
+
+    for (key, before) in &moved.infrastructure_machines {
+        let Some((kind, infra)) = key.split_once(' ') else {
+            continue;
+        };
+        let found = target
+            .kinds()
+            .filter(|k| k.1 == kind)
+            .flat_map(|k| target.of_kind(&k.0, &k.1))
+            .find(|o| {
+                o.metadata.namespace.as_deref() == Some(namespace.as_str())
+                    && o.metadata.name.as_deref() == Some(infra)
+            });
+        match found {
+            // Its Machine's absence is reported already.
+            None => {}
+            Some(o) if !before.is_empty() && provider_id(o) != *before => failed.push(format!(
+                "{kind} {namespace}/{infra} has providerID {} in the target, {before} in the source — {pause_hint}",
+                shown(&provider_id(o))
+            )),
+            Some(_) => {}
+        }
+    }
+
+    let in_target = find_cluster(target).map(|o| ClusterView::read(&o));
+    let control_plane = in_target.as_ref().and_then(control_plane_name);
+    let replicas_now: BTreeMap<String, Option<i64>> =
+        scalers(target, &moved.cluster, control_plane)
+            .map(|s| (kind_name(&s.reference.kind, &s.reference.name), s.replicas))
+            .collect();
+    for (scaler, before) in &moved.replicas {
+        match replicas_now.get(scaler) {
+            None => failed.push(format!("{scaler} is not in the target")),
+            Some(now) if *now != Some(*before) => pending.push(format!(
+                "{scaler} reports {} replicas, {before} before the move",
+                now.map_or("no".to_string(), |n| n.to_string())
+            )),
+            Some(_) => {}
+        }
+    }
+
+    let left_in_source: Vec<String> = find_cluster(source)
+        .map(|_| format!("Cluster {namespace}/{name}"))
+        .into_iter()
+        .chain(
+            source
+                .of_cluster(CORE_GROUP, "Machine", namespace, name)
+                .map(|o| {
+                    format!(
+                        "Machine {namespace}/{}",
+                        o.metadata.name.clone().unwrap_or_default()
+                    )
+                }),
+        )
+        .collect();
+    if !left_in_source.is_empty() {
+        failed.push(format!(
+            "still in the source: {} — run the move again with --resume to finish deleting",
+            left_in_source.join(", ")
+        ));
+    }
+
+    let verified = failed.is_empty() && pending.is_empty();
+    let workers = moved.machines.len() - moved.control_plane_machines;
+    ClusterVerification {
+        summary: format!(
+            "{} verified: {} control-plane + {workers} worker Machines adopted, Available",
+            moved.cluster.kubectl_name(),
+            moved.control_plane_machines
+        ),
+        cluster: moved.cluster.clone(),
+        verified,
+        failed,
+        pending,
+    }
+}
+
+fn shown(id: &str) -> &str {
+    if id.is_empty() { "(none)" } else { id }
+}
+
+/// Why a Cluster is not healthy, if it is not: v1beta2 `Available=True`; a v1beta1 Cluster
+/// without v1beta2 conditions, `Ready=True`.
+fn unhealthy(object: &DynamicObject) -> Option<String> {
+    let status = &object.data["status"];
+    let v2 = Dialect::of(object) == Dialect::V1beta2;
+    let current = conditions::current(status, v2);
+    if let Some(available) = conditions::find(&current, "Available") {
+        return (!available.is_true()).then(|| describe(available));
+    }
+    let legacy = conditions::read(&status["conditions"]);
+    match conditions::find(&legacy, "Ready") {
+        Some(ready) if ready.is_true() => None,
+        Some(ready) => Some(describe(ready)),
+        None => Some("it reports no Available or Ready condition".into()),
+    }
+}
+
+fn describe(condition: &conditions::Condition) -> String {
+    let mut text = format!("{}={}", condition.type_, condition.status);
+    if let Some(reason) = &condition.reason {
+        text.push_str(&format!(" ({reason})"));
+    }
+    if let Some(message) = &condition.message {
+        text.push_str(&format!(": {message}"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    const CORE: &str = "cluster.x-k8s.io/v1beta2";
+
+    fn labelled(cluster: &str) -> Value {
+        json!({"cluster.x-k8s.io/cluster-name": cluster})
+    }
+
+    fn machine(name: &str, control_plane: bool) -> Vec<Value> {
+        let mut labels = labelled("prod");
+        if control_plane {
+            labels["cluster.x-k8s.io/control-plane"] = json!("");
+        }
+        let id = format!("docker:////{name}");
+        vec![
+            json!({"apiVersion": CORE, "kind": "Machine",
+                "metadata": {"name": name, "namespace": "ns", "uid": format!("m-{name}"), "labels": labels},
+                "spec": {"clusterName": "prod", "providerID": id,
+                    "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachine", "name": name}}}),
+            json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "DockerMachine",
+                "metadata": {"name": name, "namespace": "ns", "uid": format!("d-{name}"), "labels": labelled("prod")},
+                "spec": {"providerID": id}}),
+        ]
+    }
+
+    /// A healthy Cluster `prod`: one control-plane Machine, two workers.
+    fn healthy() -> Vec<Value> {
+        let mut objects = vec![
+            json!({"apiVersion": CORE, "kind": "Cluster",
+                "metadata": {"name": "prod", "namespace": "ns", "uid": "c"},
+                "spec": {"controlPlaneRef": {"apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": "prod"}},
+                "status": {"conditions": [{"type": "Available", "status": "True"}]}}),
+            json!({"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+                "metadata": {"name": "prod", "namespace": "ns", "uid": "kcp"},
+                "spec": {"replicas": 1}, "status": {"replicas": 1}}),
+            json!({"apiVersion": CORE, "kind": "MachineDeployment",
+                "metadata": {"name": "prod-md-0", "namespace": "ns", "uid": "md", "labels": labelled("prod")},
+                "spec": {"clusterName": "prod", "replicas": 2}, "status": {"replicas": 2}}),
+        ];
+        for (name, control_plane) in [
+            ("prod-cp-a", true),
+            ("prod-md-0-x", false),
+            ("prod-md-0-y", false),
+        ] {
+            objects.extend(machine(name, control_plane));
+        }
+        objects
+    }
+
+    fn snapshot(objects: &[Value]) -> Snapshot {
+        Snapshot::from_objects(
+            objects
+                .iter()
+                .map(|o| serde_json::from_value::<DynamicObject>(o.clone()).unwrap()),
+        )
+    }
+
+    fn recorded() -> Vec<MovedCluster> {
+        let source = snapshot(&healthy());
+        let cluster = ClusterView::read(&source.of_kind(CORE_GROUP, "Cluster")[0]);
+        vec![MovedCluster::record(&cluster, &source)]
+    }
+
+    fn verify(target: &[Value], source: &[Value]) -> ClusterVerification {
+        let report = evaluate(
+            &recorded(),
+            &snapshot(target),
+            &snapshot(source),
+            " --context t",
+        );
+        report.clusters.into_iter().next().unwrap()
+    }
+
+    fn without(objects: Vec<Value>, kind: &str, name: &str) -> Vec<Value> {
+        objects
+            .into_iter()
+            .filter(|o| !(o["kind"] == kind && o["metadata"]["name"] == name))
+            .collect()
+    }
+
+    #[test]
+    fn the_record_keeps_names_ids_and_replicas() {
+        let moved = &recorded()[0];
+        assert_eq!(moved.machines.len(), 3);
+        assert_eq!(moved.control_plane_machines, 1);
+        assert_eq!(moved.machines["prod-md-0-x"], "docker:////prod-md-0-x");
+        assert_eq!(
+            moved.infrastructure_machines["DockerMachine prod-cp-a"],
+            "docker:////prod-cp-a"
+        );
+        assert_eq!(
+            moved.replicas,
+            BTreeMap::from([
+                ("KubeadmControlPlane prod".to_string(), 1),
+                ("MachineDeployment prod-md-0".to_string(), 2)
+            ])
+        );
+    }
+
+    #[test]
+    fn the_same_machines_healthy_in_the_target_and_gone_from_the_source_verify() {
+        let result = verify(&healthy(), &[]);
+        assert!(result.verified, "{result:?}");
+        assert_eq!(
+            result.summary,
+            "cluster.cluster.x-k8s.io/prod verified: 1 control-plane + 2 worker Machines adopted, Available"
+        );
+    }
+
+    #[test]
+    fn a_machine_created_in_the_target_fails_and_says_how_to_stop_it() {
+        let mut target = healthy();
+        target.extend(machine("prod-md-0-z", false));
+        let result = verify(&target, &[]);
+        assert!(!result.verified);
+        assert_eq!(result.failed.len(), 1, "{:?}", result.failed);
+        assert!(result.failed[0].starts_with(
+            "Machine ns/prod-md-0-z was created in the target after the move: the target's controllers are provisioning new infrastructure instead of adopting — pause the Cluster (kubectl capi pause prod -n ns --context t)"
+        ), "{}", result.failed[0]);
+    }
+
+    #[test]
+    fn a_machine_deleted_in_the_target_fails() {
+        let target = without(
+            without(healthy(), "Machine", "prod-md-0-y"),
+            "DockerMachine",
+            "prod-md-0-y",
+        );
+        let result = verify(&target, &[]);
+        assert_eq!(result.failed.len(), 1, "{:?}", result.failed);
+        assert!(
+            result.failed[0]
+                .starts_with("Machine ns/prod-md-0-y was deleted in the target after the move")
+        );
+    }
+
+    #[test]
+    fn an_infrastructure_machine_with_another_provider_id_fails() {
+        let mut target = healthy();
+        for o in &mut target {
+            if o["kind"] == "DockerMachine" && o["metadata"]["name"] == "prod-cp-a" {
+                o["spec"]["providerID"] = json!("docker:////someone-else");
+            }
+        }
+        let result = verify(&target, &[]);
+        assert_eq!(result.failed.len(), 1, "{:?}", result.failed);
+        assert!(result.failed[0].starts_with(
+            "DockerMachine ns/prod-cp-a has providerID docker:////someone-else in the target, docker:////prod-cp-a in the source"
+        ));
+    }
+
+    #[test]
+    fn health_and_replicas_not_there_yet_are_pending_not_failed() {
+        let mut target = healthy();
+        target[0]["status"]["conditions"] =
+            json!([{"type": "Available", "status": "False", "reason": "ControlPlaneNotAvailable"}]);
+        target[2]["status"]["replicas"] = json!(1);
+        let result = verify(&target, &[]);
+        assert!(!result.verified && result.failed.is_empty());
+        assert_eq!(
+            result.pending,
+            [
+                "Cluster ns/prod is not healthy yet: Available=False (ControlPlaneNotAvailable)",
+                "MachineDeployment prod-md-0 reports 1 replicas, 2 before the move"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_v1beta1_cluster_is_healthy_when_ready() {
+        let mut target = healthy();
+        target[0]["apiVersion"] = json!("cluster.x-k8s.io/v1beta1");
+        target[0]["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+        assert!(verify(&target, &[]).verified);
+        target[0]["status"] = json!({"conditions": [{"type": "Ready", "status": "False", "reason": "WaitingForControlPlane"}]});
+        assert_eq!(
+            verify(&target, &[]).pending,
+            ["Cluster ns/prod is not healthy yet: Ready=False (WaitingForControlPlane)"]
+        );
+    }
+
+    #[test]
+    fn what_is_left_in_the_source_fails() {
+        let source: Vec<Value> = healthy()
+            .into_iter()
+            .filter(|o| o["kind"] == "Cluster" || o["metadata"]["name"] == "prod-md-0-x")
+            .collect();
+        let result = verify(&healthy(), &source);
+        assert_eq!(
+            result.failed,
+            [
+                "still in the source: Cluster ns/prod, Machine ns/prod-md-0-x — run the move again with --resume to finish deleting"
+            ]
+        );
+    }
+}
