@@ -45,10 +45,7 @@ impl MovedCluster {
             .iter()
             .filter_map(|(m, _)| m.infrastructure_ref.as_ref())
             .filter_map(|r| {
-                let object = snapshot.of_kind(&r.api_group, &r.kind).iter().find(|o| {
-                    o.metadata.namespace.as_deref() == Some(namespace.as_str())
-                        && o.metadata.name.as_deref() == Some(r.name.as_str())
-                })?;
+                let object = named(snapshot.of_kind(&r.api_group, &r.kind), namespace, &r.name)?;
                 Some((kind_name(&r.kind, &r.name), provider_id(object)))
             })
             .collect();
@@ -67,6 +64,18 @@ impl MovedCluster {
                 .collect(),
         }
     }
+}
+
+/// The object of `objects` with this namespace and name.
+fn named<'a>(
+    objects: &'a [std::sync::Arc<DynamicObject>],
+    namespace: &str,
+    name: &str,
+) -> Option<&'a std::sync::Arc<DynamicObject>> {
+    objects.iter().find(|o| {
+        o.metadata.namespace.as_deref() == Some(namespace)
+            && o.metadata.name.as_deref() == Some(name)
+    })
 }
 
 fn control_plane_name(cluster: &ClusterView) -> Option<&str> {
@@ -167,14 +176,7 @@ fn verify_cluster(
     let mut failed = Vec::new();
     let mut pending = Vec::new();
     let find_cluster = |snapshot: &Snapshot| {
-        snapshot
-            .of_kind(CORE_GROUP, "Cluster")
-            .iter()
-            .find(|o| {
-                o.metadata.namespace.as_deref() == Some(namespace.as_str())
-                    && o.metadata.name.as_deref() == Some(name.as_str())
-            })
-            .cloned()
+        named(snapshot.of_kind(CORE_GROUP, "Cluster"), namespace, name).cloned()
     };
     let pause_hint = format!(
         "pause the Cluster (kubectl capi pause {name} -n {namespace}{flags}) and check the provider's version and credentials in the target"
@@ -220,11 +222,7 @@ fn verify_cluster(
         let found = target
             .kinds()
             .filter(|k| k.1 == kind)
-            .flat_map(|k| target.of_kind(&k.0, &k.1))
-            .find(|o| {
-                o.metadata.namespace.as_deref() == Some(namespace.as_str())
-                    && o.metadata.name.as_deref() == Some(infra)
-            });
+            .find_map(|k| named(target.of_kind(&k.0, &k.1), namespace, infra));
         match found {
             // Its Machine's absence is reported already.
             None => {}
