@@ -984,6 +984,7 @@ impl<'a> Move<'a> {
             self.namespace.clone(),
             self.args.clusters.clone(),
         );
+        journal.moved = moved_clusters(planned);
         let earlier = history.unfinished.as_ref();
         journal.attempt = earlier.map_or(0, |earlier| earlier.attempt + 1);
         for entry in &mut journal.entries {
@@ -1139,6 +1140,29 @@ fn resume_command() -> String {
     );
     words.push("--resume".into());
     words.join(" ")
+}
+
+/// The moved Clusters as the source has them now, for verifying the move later.
+fn moved_clusters(planned: &Planned) -> Vec<crate::verify::MovedCluster> {
+    let mut stores: BTreeMap<crate::snapshot::KindKey, Vec<_>> = BTreeMap::new();
+    for (object, info) in &planned.objects {
+        stores
+            .entry(crate::snapshot::key(&info.group, &info.kind))
+            .or_default()
+            .push(object.clone());
+    }
+    let source = crate::snapshot::Snapshot::from_stores(stores);
+    planned
+        .clusters
+        .iter()
+        .filter_map(|reference| {
+            source
+                .of_kind(crate::names::CORE_GROUP, "Cluster")
+                .iter()
+                .find(|o| crate::model::ObjectRef::of(o) == *reference)
+        })
+        .map(|o| crate::verify::MovedCluster::record(&crate::model::ClusterView::read(o), &source))
+        .collect()
 }
 
 fn print_summary(

@@ -117,6 +117,10 @@ pub struct Journal {
     /// group by group, as it was planned.
     #[serde(default)]
     pub owners_recorded: bool,
+    /// The moved Clusters as the source had them (Machine names, providerIDs, replicas), for
+    /// verifying later that the target adopted them; kept in the finished record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<crate::verify::MovedCluster>,
     /// Sorted by source UID, so an entry is found in O(log N) (each carries its group).
     pub entries: Vec<Entry>,
 }
@@ -172,6 +176,7 @@ impl Journal {
             finished_at: None,
             objects: None,
             owners_recorded: true,
+            moved: Vec::new(),
             entries,
         };
         journal.sort();
@@ -267,6 +272,7 @@ impl Journal {
             })),
             objects: Some(self.objects.unwrap_or(self.entries.len())),
             owners_recorded: self.owners_recorded,
+            moved: self.moved.clone(),
             entries: Vec::new(),
         }
     }
@@ -583,6 +589,7 @@ mod tests {
             finished_at: None,
             objects: None,
             owners_recorded: true,
+            moved: Vec::new(),
             entries: vec![Entry {
                 object,
                 resource: "secrets".into(),

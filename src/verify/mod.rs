@@ -51,7 +51,10 @@ impl MovedCluster {
             .collect();
         MovedCluster {
             cluster: cluster.reference.clone(),
-            control_plane_machines: machines.iter().filter(|(m, _)| m.control_plane).count(),
+            control_plane_machines: machines
+                .iter()
+                .filter(|(m, _)| of_control_plane(m, cluster))
+                .count(),
             machines: machines
                 .into_iter()
                 .map(|(m, id)| (m.reference.name, id))
@@ -64,6 +67,16 @@ impl MovedCluster {
                 .collect(),
         }
     }
+}
+
+/// A control-plane Machine: labelled so, or controlled by the Cluster's control plane.
+fn of_control_plane(machine: &MachineView, cluster: &ClusterView) -> bool {
+    machine.control_plane
+        || machine
+            .controller
+            .as_ref()
+            .zip(cluster.control_plane_ref.as_ref())
+            .is_some_and(|(owner, plane)| owner.kind == plane.kind && owner.name == plane.name)
 }
 
 /// The object of `objects` with this namespace and name.

@@ -700,3 +700,30 @@ async fn an_unwritable_journal_is_refused_before_any_write() {
         "nothing written in either cluster"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_finished_record_keeps_what_a_verification_compares_against() {
+    let mut f = Fixture::default();
+    f.provisioned("ns1", "foo", 2);
+    let w = World::start(&f).await;
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let journal = local_journal(&w);
+    assert_eq!(journal["stage"], "done");
+    let moved = &journal["moved"];
+    assert_eq!(moved.as_array().map(Vec::len), Some(1), "{journal}");
+    assert_eq!(moved[0]["cluster"]["name"], "foo");
+    let machines: BTreeSet<&str> = moved[0]["machines"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        machines,
+        BTreeSet::from(["foo-cp-0", "foo-md-a-0", "foo-md-a-1"])
+    );
+    assert_eq!(moved[0]["controlPlaneMachines"], 1);
+    // Names and IDs only: no object contents.
+    assert!(!journal.to_string().contains("\"spec\""), "{journal}");
+}
