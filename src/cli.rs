@@ -389,7 +389,8 @@ pub struct MoveArgs {
     /// there are reused either way.
     #[arg(long, conflicts_with_all = ["to_directory", "rollback"])]
     pub overwrite_existing: bool,
-    /// Writes in flight at once within a move group (objects of one group never own each other).
+    /// Writes in flight at once (every request of the move, the journal's included); an object
+    /// is created once its owners exist and deleted once what it owns is gone.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256), value_name = "N")]
     pub concurrency: u16,
     /// Back up instead of moving: write the objects (clusterctl's file names) into DIR.

@@ -107,21 +107,20 @@ fn children_cpu_seconds() -> f64 {
 /// the target before the first delete-phase write in the source; the delete window from there
 /// to the last write of a moved object in the source (journal saves inside a window count: they
 /// hold a slot of `--concurrency` too).
-fn in_flight(
-    source: &[crate::RequestRecord],
-    target: &[crate::RequestRecord],
+fn in_flight<'a>(
+    source: &'a [crate::RequestRecord],
+    target: &'a [crate::RequestRecord],
     agent: &str,
 ) -> (f64, f64) {
-    let writes = |records: &[crate::RequestRecord]| -> Vec<crate::RequestRecord> {
+    let writes = |records: &'a [crate::RequestRecord]| -> Vec<&'a crate::RequestRecord> {
         records
             .iter()
             .filter(|r| r.agent.starts_with(agent) && r.is_write_attempt())
-            .cloned()
             .collect()
     };
     let (source, target) = (writes(source), writes(target));
     let moved =
-        |r: &&crate::RequestRecord| r.resource != "configmaps" && r.resource != "namespaces";
+        |r: &&&crate::RequestRecord| r.resource != "configmaps" && r.resource != "namespaces";
     let Some(create_start) = target
         .iter()
         .filter(|r| r.verb == "create")
@@ -152,7 +151,7 @@ fn in_flight(
         .map(|r| r.answered)
         .max()
         .unwrap_or(delete_start);
-    let all: Vec<&crate::RequestRecord> = source.iter().chain(&target).collect();
+    let all: Vec<&crate::RequestRecord> = source.iter().chain(&target).copied().collect();
     let average = |from: Instant, to: Instant| {
         let window = to.saturating_duration_since(from).as_secs_f64();
         let busy: f64 = all

@@ -1144,14 +1144,7 @@ fn resume_command() -> String {
 
 /// The moved Clusters as the source has them now, for verifying the move later.
 fn moved_clusters(planned: &Planned) -> Vec<crate::verify::MovedCluster> {
-    let mut stores: BTreeMap<crate::snapshot::KindKey, Vec<_>> = BTreeMap::new();
-    for (object, info) in &planned.objects {
-        stores
-            .entry(crate::snapshot::key(&info.group, &info.kind))
-            .or_default()
-            .push(object.clone());
-    }
-    let source = crate::snapshot::Snapshot::from_stores(stores);
+    let source = crate::mover::graph::snapshot_of(&planned.objects);
     planned
         .clusters
         .iter()

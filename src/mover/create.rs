@@ -1,4 +1,4 @@
-//! Creating a move's objects in the target, group by group: the body (owners rebuilt with the
+//! Creating a move's objects in the target, each once its owners exist there: the body (owners rebuilt with the
 //! target's UIDs), what to do with an object already there, managedFields and status restored.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -158,7 +158,6 @@ pub(super) async fn create_one(
     } else {
         ""
     };
-    let target_api = api(target, &t.resource, namespace);
     let writes = Writes::new(target, &t.resource, namespace);
     let write = PostParams {
         field_manager: Some(crate::kube::FIELD_MANAGER.into()),
@@ -167,6 +166,7 @@ pub(super) async fn create_one(
     let (uid, made) = match writes.create(&body, &write).await {
         Ok(created) => (created.metadata.uid.unwrap_or_default(), true),
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+            let target_api = api(target, &t.resource, namespace);
             let existing = target_api.get(name).await.map_err(|e| {
                 target.api_error(
                     e,

@@ -1,7 +1,7 @@
 //! Deleting a move's objects — from the source after creating, or from the target in a
 //! rollback — each exactly by its UID, journalling every completed delete.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -67,7 +67,6 @@ pub async fn delete_one(
     reference: &ObjectRef,
     uid: &str,
 ) -> Result<Deletion> {
-    let api = api(cluster, resource, &reference.namespace);
     let writes = Writes::new(cluster, resource, &reference.namespace);
     let named = reference.kubectl_name();
     let not_found = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
@@ -90,7 +89,7 @@ pub async fn delete_one(
                 return Err(cluster.api_error(e, &format!("{} {named}", step.describe())));
             }
         };
-        let current = api
+        let current = api(cluster, resource, &reference.namespace)
             .get_opt(&reference.name)
             .await
             .map_err(|e| cluster.api_error(e, &format!("reading {named}")))?;
@@ -185,12 +184,13 @@ pub(super) async fn delete_entries(
         count: 0,
         skipped: Vec::new(),
     };
-    // (group, source UID, the UID to delete, owners), descending groups: leaves first.
-    let mut work: Vec<(usize, String, String, Vec<String>)> = journal
+    // (group, source UID, owners) of what is left to delete, descending groups: leaves first.
+    let mut work: Vec<(usize, String, Vec<String>)> = journal
         .journal
         .entries
         .iter()
-        .filter_map(|e| Some((e.group, e.uid.clone(), pending(e)?, e.owners.clone())))
+        .filter(|e| pending(e).is_some())
+        .map(|e| (e.group, e.uid.clone(), e.owners.clone()))
         .collect();
     work.sort_by_key(|w| std::cmp::Reverse(w.0));
     let groups = work
@@ -209,12 +209,8 @@ pub(super) async fn delete_entries(
             .collect()
     };
     for batch in batches {
-        let to_delete: HashMap<String, String> = batch
-            .iter()
-            .map(|(_, uid, target, _)| (uid.clone(), target.clone()))
-            .collect();
         let mut schedule =
-            Schedule::deletes(batch.into_iter().map(|(_, uid, _, owners)| (uid, owners)));
+            Schedule::deletes(batch.into_iter().map(|(_, uid, owners)| (uid, owners)));
         let mut queue: VecDeque<String> = schedule.take_ready().into();
         let mut in_flight = FuturesUnordered::new();
         let mut answers = Vec::new();
@@ -223,12 +219,11 @@ pub(super) async fn delete_entries(
         loop {
             for answer in answers.drain(..) {
                 match answer {
-                    Ok::<(Entry, Deletion), _>((entry, outcome)) => {
+                    Ok::<(Entry, String, Deletion), _>((entry, meant, outcome)) => {
                         if let Deletion::Replaced { found_uid } = outcome {
-                            let meant = &to_delete[&entry.uid];
                             deleted.skipped.push(Skipped::replaced(
                                 &entry.object,
-                                meant,
+                                &meant,
                                 &found_uid,
                                 which,
                             ));
@@ -261,10 +256,14 @@ pub(super) async fn delete_entries(
             }
             while failure.is_none() && in_flight.len() < concurrency {
                 let Some(uid) = queue.pop_front() else { break };
-                let Some(entry) = journal.journal.entry(&uid).cloned() else {
+                // Not recorded yet, so still pending: the UID to delete is there.
+                let Some((entry, meant)) = journal
+                    .journal
+                    .entry(&uid)
+                    .and_then(|e| Some((e.clone(), pending(e)?)))
+                else {
                     continue;
                 };
-                let meant = to_delete[&uid].clone();
                 in_flight.push(async move {
                     stop.check()?;
                     let reference = ObjectRef {
@@ -274,13 +273,14 @@ pub(super) async fn delete_entries(
                     let outcome =
                         delete_one(cluster, &entry_resource(&entry), &reference, &meant).await?;
                     progress.done(Phase::Delete, &entry.object);
-                    Ok::<_, Error>((entry, outcome))
+                    Ok::<_, Error>((entry, meant, outcome))
                 });
             }
+            // Answers are taken in at the top of the loop, so none wait here: nothing in flight
+            // means nothing left that can start.
             match in_flight.next().await {
                 Some(answer) => answers.push(answer),
-                None if answers.is_empty() => break,
-                None => {}
+                None => break,
             }
         }
         journal.save().await?;

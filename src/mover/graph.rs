@@ -60,6 +60,18 @@ impl TypeInfo {
 /// Listed objects with the type move knows them by.
 pub type TypedObjects = Vec<(Arc<DynamicObject>, TypeInfo)>;
 
+/// The listed objects as a snapshot, indexed by kind, for the evaluators that read one.
+pub fn snapshot_of(objects: &[(Arc<DynamicObject>, TypeInfo)]) -> crate::snapshot::Snapshot {
+    let mut by_kind: BTreeMap<crate::snapshot::KindKey, Vec<_>> = BTreeMap::new();
+    for (object, info) in objects {
+        by_kind
+            .entry(crate::snapshot::key(&info.group, &info.kind))
+            .or_default()
+            .push(object.clone());
+    }
+    crate::snapshot::Snapshot::from_stores(by_kind)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnerEdge {
     pub uid: String,

@@ -2,7 +2,7 @@
 //! evaluator), the target's kinds and providers, permissions in both clusters for the move and
 //! its journal, and a server-side dry-run create of every object.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use futures::{StreamExt, stream};
@@ -16,7 +16,6 @@ use crate::kube::Cluster;
 use crate::model::ObjectRef;
 use crate::names::CORE_GROUP;
 use crate::ready::{CheckStatus, Options, evaluate};
-use crate::snapshot::Snapshot;
 
 use super::create::{already_exists, target_body};
 use super::discover::MoveType;
@@ -363,14 +362,7 @@ fn source_checks(
         .earlier
         .map(|j| j.paused.as_slice())
         .unwrap_or_default();
-    let mut by_kind: BTreeMap<(String, String), Vec<Arc<DynamicObject>>> = BTreeMap::new();
-    for (object, info) in objects {
-        by_kind
-            .entry((info.group.clone(), info.kind.clone()))
-            .or_default()
-            .push(object.clone());
-    }
-    let snapshot = Snapshot::from_stores(by_kind);
+    let snapshot = super::graph::snapshot_of(objects);
     let options = Options {
         clusters: clusters
             .iter()

@@ -209,7 +209,7 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
 }
 
 /// `--rollback`: before deletion started, removes from the target every object this move put
-/// there — descending groups, each marked `delete-for-move` with its finalizers dropped while the
+/// there — each after what it owns, marked `delete-for-move` with its finalizers dropped while the
 /// target's Clusters are still paused, so no target controller tears down infrastructure the
 /// source still owns — and only those: each by the UID its create answered with, never one that
 /// was there before or that someone has put in its place since; then unpauses the source.

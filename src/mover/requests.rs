@@ -11,7 +11,7 @@ use crate::model::ObjectRef;
 
 use super::discover::MoveType;
 
-/// Writes in flight at once within a move group, unless `--concurrency` says otherwise.
+/// Writes in flight at once, unless `--concurrency` says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 16;
 
 /// The destination management cluster.

@@ -72,7 +72,7 @@ pub struct RunOptions {
     pub timeout: Duration,
     /// Replay `.status` after create.
     pub restore_status: bool,
-    /// Writes in flight at once within a move group.
+    /// Writes in flight at once.
     pub concurrency: usize,
     /// `--overwrite-existing`: update objects that were in the target before the move.
     pub overwrite_existing: bool,

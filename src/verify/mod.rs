@@ -8,7 +8,9 @@ use kube::api::DynamicObject;
 use serde::{Deserialize, Serialize};
 
 use crate::model::conditions;
-use crate::model::{ClusterView, Dialect, MachineView, ObjectRef, ScalerKind, ScalerView};
+use crate::model::{
+    ClusterView, Dialect, MachineView, ObjectRef, ScalerKind, ScalerView, cluster_name_of,
+};
 use crate::names::CORE_GROUP;
 use crate::snapshot::Snapshot;
 
@@ -114,16 +116,17 @@ fn scalers<'a>(
         .filter_map(|(group, kind)| Some((group, kind, crate::model::kinds::scaler(group, kind)?)))
         .filter(|(_, _, scaler)| *scaler != ScalerKind::MachineSet)
         .flat_map(move |(group, kind, scaler)| {
+            // Snapshot::of_cluster's rule, and the control plane the Cluster names.
             snapshot
                 .of_kind(group, kind)
                 .iter()
-                .filter(|o| o.metadata.namespace.as_deref() == Some(cluster.namespace.as_str()))
+                .filter(move |o| {
+                    o.metadata.namespace.as_deref() == Some(cluster.namespace.as_str())
+                        && (cluster_name_of(o).as_deref() == Some(cluster.name.as_str())
+                            || (scaler == ScalerKind::ControlPlane
+                                && o.metadata.name.as_deref() == control_plane))
+                })
                 .map(move |o| ScalerView::read(o, scaler))
-        })
-        .filter(move |s| {
-            s.cluster_name.as_deref() == Some(cluster.name.as_str())
-                || (s.scaler == ScalerKind::ControlPlane
-                    && Some(s.reference.name.as_str()) == control_plane)
         })
 }
 
