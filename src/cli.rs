@@ -235,6 +235,9 @@ pub enum Command {
     /// Move Cluster API objects to another management cluster, clusterctl-compatible.
     #[command(after_help = MOVE_HELP)]
     Move(MoveArgs),
+    /// Prove a move took: the target adopted the moved Clusters' Machines and they are healthy.
+    #[command(after_help = VERIFY_HELP)]
+    Verify(VerifyArgs),
     /// The plugin's version and the management cluster's Cluster API version.
     Version(VersionArgs),
     /// Shell completion script for bash, zsh, fish, elvish or powershell.
@@ -343,7 +346,10 @@ are copied and kept in the source; objects that cannot move are listed with the 
 
 --dry-run (=client) prints the plan; --dry-run=server also runs the whole preflight.
 
-Exit codes: 0 moved (or plan printed), 1 refused by the preflight (nothing written), 2 error.";
+--verify then watches the target adopt the moved Clusters (see `kubectl capi verify --help`).
+
+Exit codes: 0 moved (and verified, with --verify), 1 refused by the preflight (nothing written)
+or --verify failed or timed out, 2 error.";
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct MoveArgs {
@@ -377,6 +383,13 @@ pub struct MoveArgs {
     /// after the move, so running the same command again finds it).
     #[arg(long, value_name = "PATH")]
     pub journal: Option<std::path::PathBuf>,
+    /// After the move, watch the target adopt the moved Clusters (as `kubectl capi verify
+    /// --wait`): no Machine created or deleted, the same providerIDs, every Cluster healthy.
+    #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory", "rollback"])]
+    pub verify: bool,
+    /// How long --verify waits, e.g. 30s, 10m.
+    #[arg(long, requires = "verify", default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    pub verify_timeout: Duration,
     /// Continue an interrupted move from its journal (running the same command again does too).
     #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory"])]
     pub resume: bool,
@@ -399,6 +412,47 @@ pub struct MoveArgs {
     /// Restore a backup from DIR into the cluster of --kubeconfig/--context.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["to_kubeconfig", "to_context"])]
     pub from_directory: Option<std::path::PathBuf>,
+}
+
+pub const VERIFY_HELP: &str =
+    "Run against the management cluster the Clusters were moved to. For each moved Cluster it
+checks that the target adopted it: the same Machines with the same providerIDs as in the source
+(a new Machine means the target's controllers are provisioning new infrastructure instead of
+adopting; a missing one means something deleted it), infrastructure machines with the same
+providerIDs, the control plane and MachineDeployments/MachinePools at the replicas they reported
+before the move, and the Cluster healthy (Available; v1beta1: Ready). With --from-context or
+--from-kubeconfig it also checks that nothing of the Clusters is left in the source.
+
+What was moved comes from the record each move leaves next to its Cluster in the target
+(ConfigMap kubectl-capi-moved-NAME, owned by the Cluster), or from a move's journal (--journal).
+
+Exit codes:
+  0    every Cluster verified
+  1    a check failed, or checks are still pending (with --wait: when the timeout passed)
+  2    error: bad input, no record of a move, unreachable API server
+  130  interrupted (Ctrl-C)";
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct VerifyArgs {
+    /// Cluster names (default: every Cluster with a move record in the namespace, or with -A
+    /// everywhere).
+    pub clusters: Vec<String>,
+    /// Wait until every Cluster is verified or a check fails (driven by watches).
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits, e.g. 30s, 10m.
+    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    pub timeout: Duration,
+    /// Read what was moved from this move's journal instead of the records in the cluster.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// kubeconfig of the management cluster the Clusters were moved from (checks nothing is left
+    /// there; default: the --kubeconfig, with --from-context).
+    #[arg(long, value_name = "PATH")]
+    pub from_kubeconfig: Option<PathBuf>,
+    /// Context of the management cluster the Clusters were moved from.
+    #[arg(long, value_name = "NAME")]
+    pub from_context: Option<String>,
 }
 
 #[derive(Debug, Args, Clone, Default)]

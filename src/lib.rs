@@ -78,6 +78,7 @@ where
         }
 
         Command::Move(args) => commands::mover::run(args, &settings, &printer).await,
+        Command::Verify(args) => commands::verify::run(args, &settings, &printer).await,
     };
     match outcome {
         Ok(status) => status,

@@ -53,6 +53,22 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// Another management cluster, reached with these flags but its own kubeconfig (when given)
+    /// and context (`--to-context`, `--from-context`); this one's `--cluster`/`--user` do not
+    /// apply there.
+    pub fn other_end(&self, kubeconfig: Option<&PathBuf>, context: Option<&String>) -> Connection {
+        let mut connection = self.clone();
+        if let Some(path) = kubeconfig {
+            connection.kubeconfig = Some(path.clone());
+        }
+        connection.context = context.cloned();
+        connection.cluster = None;
+        connection.user = None;
+        connection
+    }
+}
+
 /// `word` as a POSIX shell reads it back: as is when it is plain, else single-quoted.
 pub fn shell_word(word: &str) -> String {
     if !word.is_empty()

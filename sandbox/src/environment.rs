@@ -22,6 +22,8 @@ pub struct Options {
     pub delays: Delays,
     pub block_move: bool,
     pub seed: u64,
+    /// The target's provider cannot find the machines a move brings (see `Cloud::unable_to_adopt`).
+    pub target_cannot_adopt: bool,
 }
 
 impl Options {
@@ -31,6 +33,7 @@ impl Options {
             delays,
             block_move: false,
             seed: 7,
+            target_cannot_adopt: false,
         }
     }
 }
@@ -73,7 +76,12 @@ impl Environment {
     pub async fn start(options: &Options, kubeconfig: &Path) -> anyhow::Result<Environment> {
         let cloud = Cloud::new();
         let source = managed(options, &cloud).await?;
-        let target = managed(options, &cloud).await?;
+        let target_cloud = if options.target_cannot_adopt {
+            cloud.unable_to_adopt()
+        } else {
+            cloud.clone()
+        };
+        let target = managed(options, &target_cloud).await?;
         let entries: Vec<KubeconfigEntry> = vec![
             source.serving.kubeconfig_entry(SOURCE_CONTEXT),
             target.serving.kubeconfig_entry(TARGET_CONTEXT),

@@ -69,7 +69,7 @@ pub fn offer(typed: &[String], partial: &str) -> Offer {
     }
     if let Some(arg) = expects_value {
         let id = arg.get_id().as_str();
-        if matches!(id, "context" | "to_context") {
+        if matches!(id, "context" | "to_context" | "from_context") {
             return Offer::Contexts;
         }
         let values: Vec<(String, String)> = arg
@@ -239,7 +239,15 @@ mod tests {
     fn subcommands_flags_values_and_names() {
         assert_eq!(
             words(offer(&[], "")),
-            ["ready", "pause", "resume", "move", "version", "completion"]
+            [
+                "ready",
+                "pause",
+                "resume",
+                "move",
+                "verify",
+                "version",
+                "completion"
+            ]
         );
         assert_eq!(words(offer(&[], "re")), ["ready", "resume"]);
         assert!(words(offer(&typed(&["move"]), "--to-c")).contains(&"--to-context".to_string()));
@@ -255,6 +263,10 @@ mod tests {
         );
         assert_eq!(offer(&typed(&["--context"]), "s"), Offer::Contexts);
         assert_eq!(offer(&typed(&["move", "--journal"]), ""), Offer::Files);
+        assert_eq!(
+            offer(&typed(&["verify", "--from-context"]), ""),
+            Offer::Contexts
+        );
         assert_eq!(
             offer(&typed(&["move", "--to-kubeconfig"]), ""),
             Offer::Files

@@ -5,6 +5,7 @@ pub mod freeze;
 pub mod mover;
 pub mod ready;
 pub mod reporter;
+pub mod verify;
 pub mod version;
 pub mod waiting;
 

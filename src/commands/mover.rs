@@ -290,31 +290,16 @@ fn is_cluster_api_group(group: &str) -> bool {
 
 /// The target's connection: the source's flags with `--to-kubeconfig` and `--to-context`.
 fn target_connection(args: &MoveArgs, settings: &Settings) -> crate::settings::Connection {
-    let mut connection = settings.connection.clone();
-    if let Some(path) = &args.to_kubeconfig {
-        connection.kubeconfig = Some(path.clone());
-    }
-    connection.context = args.to_context.clone();
-    connection.cluster = None;
-    connection.user = None;
-    connection
+    settings
+        .connection
+        .other_end(args.to_kubeconfig.as_ref(), args.to_context.as_ref())
 }
 
 /// `move`, optionally wrapped in the whole story: `--freeze` (pause scaling first, release it
-/// in the target after), `--wait-ready` (wait until the Clusters can be moved). The steps print
-/// to stderr; stdout carries only the move's result.
+/// in the target after), `--wait-ready` (wait until the Clusters can be moved), `--verify` (watch
+/// the target adopt them). The steps print to stderr; stdout carries only the move's result.
 pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
-    if !args.freeze && !args.wait_ready {
-        return move_once(args, settings, printer).await;
-    }
-    // The freeze is a write: a move that will be refused for its ends (or its local paths) must
-    // not start with it.
-    check_arguments(args)?;
-    if args.to_kubeconfig.is_some() || args.to_context.is_some() {
-        let source = connect(&settings.connection).await?;
-        let target = connect(&target_connection(args, settings)).await?;
-        same_cluster::ensure_distinct(&source, &target).await?;
-    }
+    let structured = matches!(settings.output, OutputFormat::Json | OutputFormat::Yaml);
     let step_settings = Settings {
         output: OutputFormat::Table,
         ..settings.clone()
@@ -337,20 +322,6 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         timeout: args.timeout,
         dry_run: DryRun::None,
     };
-    if args.freeze {
-        let frozen = crate::commands::freeze::run(
-            Mode::Freeze,
-            &selection,
-            Some("kubectl capi move --freeze"),
-            false,
-            &step_settings,
-            &step,
-        )
-        .await?;
-        if frozen != ExitStatus::Success {
-            return Ok(frozen);
-        }
-    }
     let still_frozen = if args.freeze {
         format!(
             "; their scaling stays frozen — run this command again to continue, or {} to release it",
@@ -359,26 +330,22 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     } else {
         String::new()
     };
-    if args.wait_ready {
-        let ready = ReadyArgs {
-            clusters: args.clusters.clone(),
-            wait: true,
-            timeout: args.timeout,
-            details: false,
-            strict: false,
-        };
-        let status = crate::commands::ready::run(&ready, &step_settings, &step).await?;
-        if status != ExitStatus::Success {
-            printer.error(&format!(
-                "the Clusters did not become ready to move within {}{still_frozen}",
-                crate::cli::show_duration(args.timeout)
-            ));
-            return Ok(status);
-        }
+    if (args.freeze || args.wait_ready)
+        && let Some(status) = before_moving(
+            args,
+            settings,
+            printer,
+            (&step_settings, &step),
+            &selection,
+            &still_frozen,
+        )
+        .await?
+    {
+        return Ok(status);
     }
-    let moved = match move_once(args, settings, printer).await {
-        Ok(ExitStatus::Success) => ExitStatus::Success,
-        Ok(other) => {
+    let mut summary = match move_once(args, settings, printer).await {
+        Ok(Finished::Moved(summary)) => summary,
+        Ok(Finished::Ended(other)) => {
             if args.freeze {
                 printer.note(&format!("note: nothing was moved{still_frozen}"));
             }
@@ -391,6 +358,10 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
             return Err(e);
         }
     };
+    // A table is printed as soon as the move ends; a document once, whole, at the end.
+    if !structured {
+        print_summary(args, settings, printer, &summary)?;
+    }
     if args.freeze {
         let target_settings = Settings {
             connection: target_connection(args, settings),
@@ -406,6 +377,9 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         )
         .await;
         if !matches!(released, Ok(ExitStatus::Success)) {
+            if structured {
+                print_summary(args, settings, printer, &summary)?;
+            }
             printer.note(&format!(
                 "note: the move succeeded, but releasing the freeze in the target failed; run {}",
                 release_hint(&target_connection(args, settings))
@@ -413,7 +387,92 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
             return released;
         }
     }
-    Ok(moved)
+    let mut status = ExitStatus::Success;
+    if args.verify {
+        let target = target_connection(args, settings);
+        let ends = super::verify::Ends {
+            target: connect(&target).await?,
+            source: Some(connect(&settings.connection).await?),
+            flags: target.as_flags(),
+        };
+        let verified =
+            super::verify::verify(&ends, &summary.moved, Some(args.verify_timeout), printer)
+                .await?;
+        status = verified.status;
+        if !structured {
+            super::verify::print(&verified.report, printer)?;
+        }
+        summary.verification = Some(verified.report);
+    }
+    if structured {
+        print_summary(args, settings, printer, &summary)?;
+    }
+    Ok(status)
+}
+
+/// `--freeze` and `--wait-ready`: freeze the Clusters' scaling, wait until they can be moved.
+/// `Some(status)` ends the command there.
+async fn before_moving(
+    args: &MoveArgs,
+    settings: &Settings,
+    printer: &Printer,
+    (step_settings, step): (&Settings, &Printer),
+    selection: &FreezeSelection,
+    still_frozen: &str,
+) -> Result<Option<ExitStatus>> {
+    // The freeze is a write: a move that will be refused for its ends (or its local paths) must
+    // not start with it.
+    check_arguments(args)?;
+    if args.to_kubeconfig.is_some() || args.to_context.is_some() {
+        let source = connect(&settings.connection).await?;
+        let target = connect(&target_connection(args, settings)).await?;
+        same_cluster::ensure_distinct(&source, &target).await?;
+    }
+    if args.freeze {
+        let frozen = crate::commands::freeze::run(
+            Mode::Freeze,
+            selection,
+            Some("kubectl capi move --freeze"),
+            false,
+            step_settings,
+            step,
+        )
+        .await?;
+        if frozen != ExitStatus::Success {
+            return Ok(Some(frozen));
+        }
+    }
+    if args.wait_ready {
+        let ready = ReadyArgs {
+            clusters: args.clusters.clone(),
+            wait: true,
+            timeout: args.timeout,
+            details: false,
+            strict: false,
+        };
+        let status = crate::commands::ready::run(&ready, step_settings, step).await?;
+        if status != ExitStatus::Success {
+            printer.error(&format!(
+                "the Clusters did not become ready to move within {}{still_frozen}",
+                crate::cli::show_duration(args.timeout)
+            ));
+            return Ok(Some(status));
+        }
+    }
+    Ok(None)
+}
+
+/// How one run of the move ended: the objects moved (its summary still to print), or another
+/// way (a plan printed, a refusal, a rollback) with its status.
+enum Finished {
+    Moved(Box<Summary>),
+    Ended(ExitStatus),
+}
+
+impl From<ExitStatus> for Finished {
+    fn from(status: ExitStatus) -> Finished {
+        Finished::Ended(status)
+    }
 }
 
 /// A step either goes on with what it found, or ends the command with a status.
@@ -466,32 +525,34 @@ struct Move<'a> {
 }
 
 /// `kubectl capi move` itself, as clusterctl's `move()` reads: a short list of named steps.
-async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
+async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<Finished> {
     if let Some(directory) = &args.from_directory {
-        return restore(args, directory, args.dry_run, settings, printer).await;
+        return restore(args, directory, args.dry_run, settings, printer)
+            .await
+            .map(Finished::from);
     }
     check_arguments(args)?;
     let this = Move::connect(args, settings, printer).await?;
     let history = match this.history().await? {
         Step::Go(history) => history,
-        Step::Stop(status) => return Ok(status),
+        Step::Stop(status) => return Ok(status.into()),
     };
     if args.rollback {
-        return this.rollback(&history).await;
+        return this.rollback(&history).await.map(Finished::from);
     }
-    if let Some(status) = this.finish_interrupted(&history).await? {
-        return Ok(status);
+    if let Some(summary) = this.finish_interrupted(&history).await? {
+        return Ok(Finished::Moved(summary));
     }
     let planned = match this.plan(&history).await? {
         Step::Go(planned) => planned,
-        Step::Stop(status) => return Ok(status),
+        Step::Stop(status) => return Ok(status.into()),
     };
     if let Some(directory) = &args.to_directory {
-        return this.backup(&planned, directory).await;
+        return this.backup(&planned, directory).await.map(Finished::from);
     }
     let checked = match this.check(&planned, &history).await? {
         Step::Go(checked) => checked,
-        Step::Stop(status) => return Ok(status),
+        Step::Stop(status) => return Ok(status.into()),
     };
     this.execute(planned, checked, history).await
 }
@@ -724,7 +785,7 @@ impl<'a> Move<'a> {
 
     /// An interrupted move that already deletes from the source is finished from its journal
     /// alone (the source may be half deleted, so it cannot be planned again).
-    async fn finish_interrupted(&self, history: &History) -> Result<Option<ExitStatus>> {
+    async fn finish_interrupted(&self, history: &History) -> Result<Option<Box<Summary>>> {
         if self.args.resume && history.unfinished.is_none() {
             return Err(Error::Usage(format!(
                 "no interrupted move to resume: {} holds none{}; run the move without --resume",
@@ -748,8 +809,7 @@ impl<'a> Move<'a> {
         };
         let reporter = Reporter::new(self.printer);
         let summary = finish_from_journal(self.replay(target, records, journal, &reporter)).await?;
-        print_summary(self.args, self.settings, self.printer, &summary)?;
-        Ok(Some(ExitStatus::Success))
+        Ok(Some(Box::new(summary)))
     }
 
     /// Lists the source and plans the move: the named Clusters, or without names clusterctl's
@@ -1008,7 +1068,7 @@ impl<'a> Move<'a> {
         planned: Planned,
         checked: Checked,
         history: History,
-    ) -> Result<ExitStatus> {
+    ) -> Result<Finished> {
         let journal = self.new_journal(&planned, &checked, &history);
         let Planned {
             types,
@@ -1053,8 +1113,7 @@ impl<'a> Move<'a> {
         match outcome {
             Ok(mut summary) => {
                 summary.phases.preflight = preflight;
-                print_summary(self.args, self.settings, self.printer, &summary)?;
-                Ok(ExitStatus::Success)
+                Ok(Finished::Moved(Box::new(summary)))
             }
             Err(e) => {
                 reporter.stopped();
@@ -1188,6 +1247,9 @@ fn print_summary(
                 e.reason
             ));
         }
+    }
+    for warning in &summary.not_recorded {
+        printer.warn(warning);
     }
     if !summary.frozen_in_target.is_empty() && !args.freeze {
         let names: Vec<&str> = summary.clusters.iter().map(|c| c.name.as_str()).collect();

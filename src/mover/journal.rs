@@ -264,12 +264,7 @@ impl Journal {
             stage: self.stage,
             paused: Vec::new(),
             attempt: self.attempt,
-            finished_at: Some(self.finished_at.clone().unwrap_or_else(|| {
-                jiff::Timestamp::now()
-                    .round(jiff::Unit::Second)
-                    .map(|t| t.to_string())
-                    .unwrap_or_default()
-            })),
+            finished_at: Some(self.finished_at.clone().unwrap_or_else(now)),
             objects: Some(self.objects.unwrap_or(self.entries.len())),
             owners_recorded: self.owners_recorded,
             moved: self.moved.clone(),
@@ -311,6 +306,14 @@ impl Journal {
         let at = self.position(uid)?;
         Some(&mut self.entries[at])
     }
+}
+
+/// Now, to the second (RFC 3339), as records give times.
+pub fn now() -> String {
+    jiff::Timestamp::now()
+        .round(jiff::Unit::Second)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
 }
 
 fn is_zero(n: &u32) -> bool {

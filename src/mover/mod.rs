@@ -12,6 +12,7 @@ pub mod pause;
 pub mod plan;
 pub mod preflight;
 pub mod progress;
+pub mod record;
 pub mod recovery;
 pub mod requests;
 pub mod run;

@@ -175,6 +175,7 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
         progress,
     )
     .await?;
+    let not_recorded = super::record::leave_in_target(target, &journal.journal, concurrency).await;
     journal.stage(Stage::Done).await?;
     let mut created: BTreeMap<String, usize> = BTreeMap::new();
     for entry in &journal.journal.entries {
@@ -205,6 +206,9 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
         frozen_in_target: Vec::new(),
         seconds: started.elapsed().as_secs_f64(),
         phases: Default::default(),
+        not_recorded,
+        moved: journal.journal.moved.clone(),
+        verification: None,
     })
 }
 

@@ -42,6 +42,15 @@ pub struct Summary {
     pub seconds: f64,
     /// Where the time went.
     pub phases: Phases,
+    /// Verification records that could not be left in the target (warnings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_recorded: Vec<String>,
+    /// The moved Clusters as the source had them, for `--verify`.
+    #[serde(skip)]
+    pub moved: Vec<crate::verify::MovedCluster>,
+    /// What `--verify` found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::verify::VerificationReport>,
 }
 
 /// Seconds spent in each step of a move.
@@ -179,6 +188,9 @@ pub async fn run(
         progress,
     )
     .await?;
+    let not_recorded =
+        super::record::leave_in_target(&target.cluster, &journal.journal, options.concurrency)
+            .await;
     journal.stage(Stage::Done).await?;
     phases.unpause = lap_seconds();
     Ok(Summary {
@@ -193,5 +205,8 @@ pub async fn run(
         frozen_in_target: created.frozen,
         seconds: started.elapsed().as_secs_f64(),
         phases,
+        not_recorded,
+        moved: journal.journal.moved.clone(),
+        verification: None,
     })
 }

@@ -71,6 +71,52 @@ impl MovedCluster {
     }
 }
 
+/// Marks a ConfigMap as a moved Cluster's record; its value is the Cluster's name.
+pub const RECORD_LABEL: &str = "kubectl-capi.dev/moved-cluster";
+/// The record's key in the ConfigMap's data.
+const RECORD_KEY: &str = "moved.json";
+
+impl MovedCluster {
+    /// The name of the ConfigMap that keeps this record next to the Cluster in the target.
+    pub fn record_name(&self) -> String {
+        format!("kubectl-capi-moved-{}", self.cluster.name)
+    }
+
+    /// The record as a ConfigMap in the target, owned by the Cluster there (`cluster_uid`): it
+    /// goes when the Cluster goes and moves along with it, as clusterctl moves what a Cluster
+    /// owns. Names and IDs only.
+    pub fn to_configmap(&self, cluster_uid: &str, moved_at: &str) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": self.record_name(),
+                "namespace": self.cluster.namespace,
+                "labels": {RECORD_LABEL: self.cluster.name},
+                "annotations": {"kubectl-capi.dev/moved-at": moved_at},
+                "ownerReferences": [{
+                    "apiVersion": self.cluster.api_version,
+                    "kind": self.cluster.kind,
+                    "name": self.cluster.name,
+                    "uid": cluster_uid,
+                }],
+            },
+            "data": {RECORD_KEY: serde_json::to_string(self).unwrap_or_default()},
+        })
+    }
+
+    /// Reads a record back from its ConfigMap; `None` when it is not one.
+    pub fn from_configmap(object: &DynamicObject) -> Option<MovedCluster> {
+        let labelled = object
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(RECORD_LABEL));
+        let text = object.data["data"][RECORD_KEY].as_str()?;
+        labelled.then(|| serde_json::from_str(text).ok()).flatten()
+    }
+}
+
 /// A control-plane Machine: labelled so, or controlled by the Cluster's control plane.
 fn of_control_plane(machine: &MachineView, cluster: &ClusterView) -> bool {
     machine.control_plane
@@ -150,6 +196,8 @@ pub struct ClusterVerification {
 pub struct VerificationReport {
     pub api_version: &'static str,
     pub kind: &'static str,
+    /// Whether the source was checked for what the move should have deleted there.
+    pub source_checked: bool,
     pub clusters: Vec<ClusterVerification>,
 }
 
@@ -162,19 +210,45 @@ impl VerificationReport {
     pub fn failed(&self) -> bool {
         self.clusters.iter().any(|c| !c.failed.is_empty())
     }
+
+    /// One line per verified Cluster; a Cluster that is not gets a line and one indented line
+    /// per failed or pending check.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for cluster in &self.clusters {
+            if cluster.verified {
+                out.push_str(&cluster.summary);
+                out.push('\n');
+                continue;
+            }
+            out.push_str(&format!(
+                "{} not verified\n",
+                cluster.cluster.kubectl_name()
+            ));
+            for failed in &cluster.failed {
+                out.push_str(&format!("  failed: {failed}\n"));
+            }
+            for pending in &cluster.pending {
+                out.push_str(&format!("  pending: {pending}\n"));
+            }
+        }
+        out
+    }
 }
 
-/// Evaluates the moved Clusters in `target` and `source`. `flags` are the user's connection
-/// flags for the target (`--context …`), repeated in the hints so they work when pasted.
+/// Evaluates the moved Clusters in `target`, and in `source` when it is at hand. `flags` are the
+/// user's connection flags for the target (`--context …`), repeated in the hints so they work
+/// when pasted.
 pub fn evaluate(
     moved: &[MovedCluster],
     target: &Snapshot,
-    source: &Snapshot,
+    source: Option<&Snapshot>,
     flags: &str,
 ) -> VerificationReport {
     VerificationReport {
         api_version: "kubectl-capi/v1",
         kind: "VerificationReport",
+        source_checked: source.is_some(),
         clusters: moved
             .iter()
             .map(|m| verify_cluster(m, target, source, flags))
@@ -185,7 +259,7 @@ pub fn evaluate(
 fn verify_cluster(
     moved: &MovedCluster,
     target: &Snapshot,
-    source: &Snapshot,
+    source: Option<&Snapshot>,
     flags: &str,
 ) -> ClusterVerification {
     let (namespace, name) = (&moved.cluster.namespace, &moved.cluster.name);
@@ -198,21 +272,34 @@ fn verify_cluster(
         "pause the Cluster (kubectl capi pause {name} -n {namespace}{flags}) and check the provider's version and credentials in the target"
     );
 
+    let mut healthy_as = "Available";
     match find_cluster(target) {
         None => failed.push(format!("Cluster {namespace}/{name} is not in the target")),
-        Some(cluster) => {
-            if let Some(reason) = unhealthy(&cluster) {
-                pending.push(format!(
-                    "Cluster {namespace}/{name} is not healthy yet: {reason}"
-                ));
-            }
-        }
+        Some(cluster) => match health(&cluster) {
+            Ok(condition) => healthy_as = condition,
+            Err(reason) => pending.push(format!(
+                "Cluster {namespace}/{name} is not healthy yet: {reason}"
+            )),
+        },
     }
 
-    let now: BTreeMap<String, String> = target
+    let machines_now: Vec<&std::sync::Arc<DynamicObject>> = target
         .of_cluster(CORE_GROUP, "Machine", namespace, name)
+        .collect();
+    let now: BTreeMap<String, String> = machines_now
+        .iter()
         .map(|o| (o.metadata.name.clone().unwrap_or_default(), provider_id(o)))
         .collect();
+    for machine in machines_now
+        .iter()
+        .filter(|o| o.metadata.deletion_timestamp.is_some())
+        .filter_map(|o| o.metadata.name.as_ref())
+        .filter(|m| moved.machines.contains_key(*m))
+    {
+        failed.push(format!(
+            "Machine {namespace}/{machine} is being deleted in the target after the move — {pause_hint}"
+        ));
+    }
     for (machine, id) in &now {
         match moved.machines.get(machine) {
             None => failed.push(format!(
@@ -267,19 +354,23 @@ fn verify_cluster(
         }
     }
 
-    let left_in_source: Vec<String> = find_cluster(source)
-        .map(|_| format!("Cluster {namespace}/{name}"))
+    let left_in_source: Vec<String> = source
         .into_iter()
-        .chain(
-            source
-                .of_cluster(CORE_GROUP, "Machine", namespace, name)
-                .map(|o| {
-                    format!(
-                        "Machine {namespace}/{}",
-                        o.metadata.name.clone().unwrap_or_default()
-                    )
-                }),
-        )
+        .flat_map(|source| {
+            find_cluster(source)
+                .map(|_| format!("Cluster {namespace}/{name}"))
+                .into_iter()
+                .chain(
+                    source
+                        .of_cluster(CORE_GROUP, "Machine", namespace, name)
+                        .map(|o| {
+                            format!(
+                                "Machine {namespace}/{}",
+                                o.metadata.name.clone().unwrap_or_default()
+                            )
+                        }),
+                )
+        })
         .collect();
     if !left_in_source.is_empty() {
         failed.push(format!(
@@ -292,7 +383,7 @@ fn verify_cluster(
     let workers = moved.machines.len() - moved.control_plane_machines;
     ClusterVerification {
         summary: format!(
-            "{} verified: {} control-plane + {workers} worker Machines adopted, Available",
+            "{} verified: {} control-plane + {workers} worker Machines adopted, {healthy_as}",
             moved.cluster.kubectl_name(),
             moved.control_plane_machines
         ),
@@ -307,20 +398,24 @@ fn shown(id: &str) -> &str {
     if id.is_empty() { "(none)" } else { id }
 }
 
-/// Why a Cluster is not healthy, if it is not: v1beta2 `Available=True`; a v1beta1 Cluster
-/// without v1beta2 conditions, `Ready=True`.
-fn unhealthy(object: &DynamicObject) -> Option<String> {
+/// The condition that says a Cluster is healthy (v1beta2 `Available=True`; a v1beta1 Cluster
+/// without v1beta2 conditions, `Ready=True`), or why it is not.
+fn health(object: &DynamicObject) -> Result<&'static str, String> {
     let status = &object.data["status"];
     let v2 = Dialect::of(object) == Dialect::V1beta2;
     let current = conditions::current(status, v2);
     if let Some(available) = conditions::find(&current, "Available") {
-        return (!available.is_true()).then(|| describe(available));
+        return if available.is_true() {
+            Ok("Available")
+        } else {
+            Err(describe(available))
+        };
     }
     let legacy = conditions::read(&status["conditions"]);
     match conditions::find(&legacy, "Ready") {
-        Some(ready) if ready.is_true() => None,
-        Some(ready) => Some(describe(ready)),
-        None => Some("it reports no Available or Ready condition".into()),
+        Some(ready) if ready.is_true() => Ok("Ready"),
+        Some(ready) => Err(describe(ready)),
+        None => Err("it reports no Available or Ready condition".into()),
     }
 }
 
@@ -406,7 +501,7 @@ mod tests {
         let report = evaluate(
             &recorded(),
             &snapshot(target),
-            &snapshot(source),
+            Some(&snapshot(source)),
             " --context t",
         );
         report.clusters.into_iter().next().unwrap()
@@ -476,6 +571,20 @@ mod tests {
     }
 
     #[test]
+    fn a_machine_being_deleted_in_the_target_fails() {
+        let mut target = healthy();
+        target[5]["metadata"]["deletionTimestamp"] = json!("2026-12-03T18:00:00Z");
+        assert_eq!(target[5]["metadata"]["name"], "prod-md-0-x");
+        let result = verify(&target, &[]);
+        assert_eq!(result.failed.len(), 1, "{:?}", result.failed);
+        assert!(
+            result.failed[0].starts_with(
+                "Machine ns/prod-md-0-x is being deleted in the target after the move"
+            )
+        );
+    }
+
+    #[test]
     fn an_infrastructure_machine_with_another_provider_id_fails() {
         let mut target = healthy();
         for o in &mut target {
@@ -512,12 +621,57 @@ mod tests {
         let mut target = healthy();
         target[0]["apiVersion"] = json!("cluster.x-k8s.io/v1beta1");
         target[0]["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
-        assert!(verify(&target, &[]).verified);
+        let result = verify(&target, &[]);
+        assert!(result.verified);
+        assert!(
+            result.summary.ends_with("Machines adopted, Ready"),
+            "{}",
+            result.summary
+        );
         target[0]["status"] = json!({"conditions": [{"type": "Ready", "status": "False", "reason": "WaitingForControlPlane"}]});
         assert_eq!(
             verify(&target, &[]).pending,
             ["Cluster ns/prod is not healthy yet: Ready=False (WaitingForControlPlane)"]
         );
+    }
+
+    #[test]
+    fn the_record_reads_back_from_its_configmap_and_nothing_else_does() {
+        let moved = &recorded()[0];
+        let configmap = moved.to_configmap("target-uid", "2026-12-03T18:00:00Z");
+        assert_eq!(configmap["metadata"]["name"], "kubectl-capi-moved-prod");
+        assert_eq!(
+            configmap["metadata"]["ownerReferences"][0]["uid"],
+            "target-uid"
+        );
+        let object: DynamicObject = serde_json::from_value(configmap.clone()).unwrap();
+        assert_eq!(MovedCluster::from_configmap(&object).as_ref(), Some(moved));
+        let mut unlabelled = configmap;
+        unlabelled["metadata"]["labels"] = json!({});
+        let object: DynamicObject = serde_json::from_value(unlabelled).unwrap();
+        assert_eq!(MovedCluster::from_configmap(&object), None);
+    }
+
+    #[test]
+    fn the_text_has_a_line_per_verified_cluster_and_one_per_check_otherwise() {
+        let mut target = healthy();
+        target.extend(machine("prod-md-0-z", false));
+        target[0]["status"]["conditions"] = json!([{"type": "Available", "status": "False"}]);
+        let recorded = recorded();
+        let report = evaluate(&recorded, &snapshot(&target), None, "");
+        assert!(!report.source_checked && report.failed());
+        let text = report.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "cluster.cluster.x-k8s.io/prod not verified");
+        assert!(lines[1].starts_with("  failed: Machine ns/prod-md-0-z was created"));
+        assert_eq!(
+            lines[2],
+            "  pending: Cluster ns/prod is not healthy yet: Available=False"
+        );
+        assert_eq!(lines.len(), 3);
+        let verified = evaluate(&recorded, &snapshot(&healthy()), None, "");
+        assert_eq!(verified.text().lines().count(), 1);
+        assert!(verified.verified());
     }
 
     #[test]

@@ -14,3 +14,4 @@ mod moving;
 mod packaging;
 mod ready;
 mod snapshot;
+mod verify;

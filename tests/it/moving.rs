@@ -15,21 +15,25 @@ use serde_json::{Value, json};
 
 use crate::common::{Output, run_plugin};
 
-const SETTLE: Duration = Duration::from_secs(30);
+pub(crate) const SETTLE: Duration = Duration::from_secs(30);
 
-struct Pair {
-    env: Environment,
-    kubeconfig: PathBuf,
-    _dir: tempfile::TempDir,
+/// A source and a target management cluster with controllers, workload clusters provisioned in
+/// the source.
+pub(crate) struct Pair {
+    pub(crate) env: Environment,
+    pub(crate) kubeconfig: PathBuf,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Pair {
-    async fn start(dialect: Dialect, workloads: &[Workload]) -> Pair {
+    pub(crate) async fn start(dialect: Dialect, workloads: &[Workload]) -> Pair {
+        Pair::start_with(Options::new(dialect, Delays::millis(20)), workloads).await
+    }
+
+    pub(crate) async fn start_with(options: Options, workloads: &[Workload]) -> Pair {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
-        let env = Environment::start(&Options::new(dialect, Delays::millis(20)), &kubeconfig)
-            .await
-            .unwrap();
+        let env = Environment::start(&options, &kubeconfig).await.unwrap();
         for w in workloads {
             env.create_workload(w).await.unwrap();
         }
@@ -42,16 +46,16 @@ impl Pair {
         Pair {
             env,
             kubeconfig,
-            _dir: dir,
+            dir,
         }
     }
 
-    async fn plugin(&self, args: &[&str]) -> Output {
+    pub(crate) async fn plugin(&self, args: &[&str]) -> Output {
         run_plugin(Some(&self.kubeconfig), args).await
     }
 
     /// A hint the plugin printed, pasted into a shell against this pair.
-    async fn paste(&self, hint: &str) -> Output {
+    pub(crate) async fn paste(&self, hint: &str) -> Output {
         let output = crate::common::pasted_command(Some(&self.kubeconfig), hint)
             .output()
             .await
@@ -63,7 +67,7 @@ impl Pair {
         }
     }
 
-    async fn move_(&self, extra: &[&str]) -> Output {
+    pub(crate) async fn move_(&self, extra: &[&str]) -> Output {
         let mut args = vec!["move", "--to-context", TARGET_CONTEXT];
         args.extend_from_slice(extra);
         self.plugin(&args).await
@@ -79,7 +83,7 @@ impl Pair {
             .collect()
     }
 
-    fn objects(&self, managed: &Managed, namespace: &str) -> Vec<Value> {
+    pub(crate) fn objects(&self, managed: &Managed, namespace: &str) -> Vec<Value> {
         managed
             .server
             .dump()
@@ -92,7 +96,7 @@ impl Pair {
     }
 }
 
-fn workload(name: &str, cp: i64, workers: i64) -> Workload {
+pub(crate) fn workload(name: &str, cp: i64, workers: i64) -> Workload {
     let mut w = Workload::new("default", name);
     w.control_plane_replicas = cp;
     w.workers = workers;
@@ -549,7 +553,7 @@ async fn the_v1beta1_dialect_moves_too() {
 async fn directory_backup_and_restore_round_trip() {
     use std::os::unix::fs::PermissionsExt;
     let pair = Pair::start(Dialect::V1beta2, &[workload("saved", 1, 1)]).await;
-    let backup = pair._dir.path().join("backup");
+    let backup = pair.dir.path().join("backup");
     let out = pair
         .plugin(&["move", "--to-directory", backup.to_str().unwrap()])
         .await;
@@ -664,7 +668,7 @@ async fn directory_backup_and_restore_round_trip() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backups_and_restores_check_before_they_write() {
     let pair = Pair::start(Dialect::V1beta2, &[workload("saved", 1, 0)]).await;
-    let dir = pair._dir.path();
+    let dir = pair.dir.path();
     let cluster_version = || {
         pair.env
             .source

@@ -47,6 +47,10 @@ struct Up {
     /// Infrastructure clusters carry clusterctl's block-move annotation until paused.
     #[arg(long)]
     block_move: bool,
+    /// The target's infrastructure provider cannot find the machines a move brings along, so its
+    /// controllers replace them with new ones (what `kubectl capi verify` must catch).
+    #[arg(long)]
+    target_cannot_adopt: bool,
 }
 
 /// Where `scale` and `node` find a running sandbox: its kubeconfig, context and namespace.
@@ -185,11 +189,13 @@ async fn up(
         dialect,
         delay_ms,
         block_move,
+        target_cannot_adopt,
     }: Up,
 ) -> anyhow::Result<()> {
     let delays = delay_ms.map(Delays::millis).unwrap_or_else(Delays::seconds);
     let mut options = Options::new(dialect, delays);
     options.block_move = block_move;
+    options.target_cannot_adopt = target_cannot_adopt;
     let env = Environment::start(&options, &kubeconfig).await?;
     eprintln!(
         "source: {} (context {SOURCE_CONTEXT})",

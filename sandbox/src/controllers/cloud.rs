@@ -22,11 +22,17 @@ struct State {
     load_balancers: BTreeMap<String, String>,
     created: u64,
     deleted: u64,
+    /// Which blind view created a machine (providerID → view).
+    creators: BTreeMap<String, u64>,
+    views: u64,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct Cloud {
     state: Arc<Mutex<State>>,
+    /// `Some`: a provider that finds only the machines it created itself — one whose version or
+    /// credentials do not match the cloud's, so after a move it cannot adopt what it finds.
+    view: Option<u64>,
 }
 
 /// The providerID the fake provider gives a machine.
@@ -44,23 +50,52 @@ impl Cloud {
         Cloud::default()
     }
 
+    /// The same cloud as a provider that cannot adopt sees it: only the machines it creates
+    /// through this view exist for it (what a move brings along is not found).
+    pub fn unable_to_adopt(&self) -> Cloud {
+        let mut state = self.state.lock();
+        state.views += 1;
+        Cloud {
+            state: self.state.clone(),
+            view: Some(state.views),
+        }
+    }
+
+    /// Whether this view cannot adopt machines it did not create.
+    pub fn cannot_adopt(&self) -> bool {
+        self.view.is_some()
+    }
+
+    fn visible(&self, state: &State, provider_id: &str) -> bool {
+        self.view
+            .is_none_or(|view| state.creators.get(provider_id) == Some(&view))
+    }
+
     pub fn create_machine(&self, provider_id: &str, machine: CloudMachine) {
         let mut state = self.state.lock();
         if !state.machines.contains_key(provider_id) {
             state.created += 1;
             state.machines.insert(provider_id.to_string(), machine);
+            if let Some(view) = self.view {
+                state.creators.insert(provider_id.to_string(), view);
+            }
         }
     }
 
+    /// Deletes a machine this view can find (a blind view never deletes what it cannot see).
     pub fn delete_machine(&self, provider_id: &str) {
         let mut state = self.state.lock();
-        if state.machines.remove(provider_id).is_some() {
+        if self.visible(&state, provider_id) && state.machines.remove(provider_id).is_some() {
             state.deleted += 1;
         }
     }
 
     pub fn machine(&self, provider_id: &str) -> Option<CloudMachine> {
-        self.state.lock().machines.get(provider_id).cloned()
+        let state = self.state.lock();
+        if !self.visible(&state, provider_id) {
+            return None;
+        }
+        state.machines.get(provider_id).cloned()
     }
 
     /// Every machine: providerID → machine.

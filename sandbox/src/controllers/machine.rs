@@ -151,6 +151,30 @@ pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
         .map(str::to_string)
         .unwrap_or_else(|| provider_id(ns, &machine_name));
     let in_cloud = ctx.cloud.machine(&pid);
+    if in_cloud.is_none() && ctx.cloud.cannot_adopt() && machine["spec"]["providerID"].is_string() {
+        // Its cloud machine cannot be found: failed, as a MachineHealthCheck finds a Machine
+        // whose node is gone; its owner replaces it with a new one.
+        if !needs_remediation(shape, machine) {
+            let conditions = [
+                Cond::new(
+                    "NodeHealthy",
+                    false,
+                    "NodeNotFound",
+                    "the machine was not found in the cloud",
+                ),
+                Cond::new(
+                    "OwnerRemediated",
+                    false,
+                    "WaitingForRemediation",
+                    "Waiting for remediation",
+                ),
+            ];
+            let time = ctx.time.clone();
+            let status = shape.with_conditions(&Shape::status_of(machine), &conditions, &time);
+            ctx.status("Machine", machine, status);
+        }
+        return;
+    }
     if let (Some(wanted), Some(current)) = (
         machine["metadata"]["annotations"][NODE_HEALTH_ANNOTATION].as_str(),
         &in_cloud,

@@ -169,6 +169,11 @@ impl Controllers {
         .map_err(|_| "controllers did not settle in time")
     }
 
+    /// Stops the controllers, as a management cluster whose Cluster API controllers are down.
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+
     /// Wakes the controllers (e.g. after changing the cloud from outside).
     pub fn nudge(&self) {
         self.wake.notify_one();

@@ -1,0 +1,252 @@
+//! `kubectl capi verify` and `move --verify`: read what was moved, then evaluate (or watch) the
+//! target adopting it, and the source for what the move should have deleted there.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+
+use crate::cli::VerifyArgs;
+use crate::error::{Error, Result};
+use crate::kube::{Catalog, Cluster, connect};
+use crate::mover::journal::Journal;
+use crate::names::CORE_GROUP;
+use crate::output::{ExitStatus, Printer};
+use crate::settings::{Connection, Settings};
+use crate::snapshot::watch::{Waited, until};
+use crate::snapshot::{Fetch, ListScope, PAGE_SIZE, Snapshot, key, list_all};
+use crate::verify::{MovedCluster, RECORD_LABEL, VerificationReport, evaluate};
+
+/// The two ends of a verification: the target, where the Clusters are now, and the source
+/// when it is to be checked too.
+pub struct Ends {
+    pub target: Cluster,
+    pub source: Option<Cluster>,
+    /// The connection flags of the target, repeated in hints.
+    pub flags: String,
+}
+
+/// How a verification ended: its report, and the exit status it means.
+pub struct Verified {
+    pub report: VerificationReport,
+    pub status: ExitStatus,
+}
+
+/// Where the moved Clusters are: their one namespace, or every namespace.
+fn scope_of(moved: &[MovedCluster]) -> ListScope {
+    let namespaces: BTreeSet<&str> = moved.iter().map(|m| m.cluster.namespace.as_str()).collect();
+    match namespaces.into_iter().collect::<Vec<_>>().as_slice() {
+        [namespace] => ListScope::Namespace(namespace.to_string()),
+        _ => ListScope::AllNamespaces,
+    }
+}
+
+/// The source's Clusters and Machines in the moved Clusters' scope: read once, since nothing
+/// should bring back what the move deleted there.
+async fn source_snapshot(source: &Cluster, scope: &ListScope) -> Result<Snapshot> {
+    let catalog = Catalog::discover(source).await?;
+    let fetch = Fetch {
+        scope: scope.clone(),
+        kinds: vec![key(CORE_GROUP, "Cluster"), key(CORE_GROUP, "Machine")],
+        cluster_selector: None,
+        page_size: PAGE_SIZE,
+    };
+    Snapshot::fetch_with(source, &catalog, &fetch).await
+}
+
+/// Verifies `moved`: once, or with `wait` watching the target until every Cluster is verified,
+/// a check fails, or the time is up.
+pub async fn verify(
+    ends: &Ends,
+    moved: &[MovedCluster],
+    wait: Option<Duration>,
+    printer: &Printer,
+) -> Result<Verified> {
+    let scope = scope_of(moved);
+    let source = match &ends.source {
+        Some(source) => Some(source_snapshot(source, &scope).await?),
+        None => None,
+    };
+    let catalog = Catalog::discover(&ends.target).await?;
+    let fetch = Fetch {
+        scope,
+        kinds: super::ready::kinds(&catalog),
+        cluster_selector: None,
+        page_size: PAGE_SIZE,
+    };
+    let evaluate_now =
+        |target: &Snapshot| evaluate(moved, target, source.as_ref(), ends.flags.as_str());
+    let status_of = |report: &VerificationReport| {
+        if report.verified() {
+            ExitStatus::Success
+        } else {
+            ExitStatus::Failure
+        }
+    };
+    let Some(timeout) = wait else {
+        let target = Snapshot::fetch_with(&ends.target, &catalog, &fetch).await?;
+        let report = evaluate_now(&target);
+        let status = status_of(&report);
+        return Ok(Verified { report, status });
+    };
+    if printer.progress() {
+        printer.info(&format!(
+            "watching the target adopt {} Cluster(s), up to {}…",
+            moved.len(),
+            crate::cli::show_duration(timeout)
+        ));
+    }
+    let waited = tokio::select! {
+        waited = until(printer.verbosity >= 4, &ends.target, &catalog, &fetch, timeout, |target| {
+            let report = evaluate_now(target);
+            (report.verified() || report.failed(), report)
+        }) => waited?,
+        _ = tokio::signal::ctrl_c() => return Err(Error::Interrupted),
+    };
+    let report = match waited {
+        Waited::Done(report) => report,
+        Waited::TimedOut(report) => {
+            printer.warn(&format!(
+                "timed out after {} waiting for the target to adopt the moved Clusters",
+                crate::cli::show_duration(timeout)
+            ));
+            report
+        }
+    };
+    let status = status_of(&report);
+    Ok(Verified { report, status })
+}
+
+/// The records the moves left in `cluster` (ConfigMaps labelled as records) in `scope`.
+async fn records_in(cluster: &Cluster, scope: &ListScope) -> Result<Vec<MovedCluster>> {
+    let resource = ApiResource::erase::<ConfigMap>(&());
+    let api: Api<DynamicObject> = match scope {
+        ListScope::Namespace(ns) => Api::namespaced_with(cluster.client.clone(), ns, &resource),
+        ListScope::AllNamespaces => Api::all_with(cluster.client.clone(), &resource),
+    };
+    let params = ListParams::default().labels(RECORD_LABEL).limit(PAGE_SIZE);
+    let configmaps = list_all(cluster, &api, &resource, params).await?;
+    Ok(configmaps
+        .iter()
+        .filter_map(MovedCluster::from_configmap)
+        .collect())
+}
+
+/// Prints a report as the output format asks.
+pub fn print(report: &VerificationReport, printer: &Printer) -> Result<()> {
+    use crate::settings::OutputFormat;
+    match printer.format {
+        OutputFormat::Json | OutputFormat::Yaml => printer.data(&printer.structured(report)),
+        OutputFormat::Name => printer.data(
+            &report
+                .clusters
+                .iter()
+                .map(|c| format!("{}\n", c.cluster.kubectl_name()))
+                .collect::<String>(),
+        ),
+        OutputFormat::Table | OutputFormat::Wide => printer.data(&report.text()),
+    }
+}
+
+/// The source's connection for `verify`: the user's flags with `--from-kubeconfig` and
+/// `--from-context`; `None` when neither is given.
+fn source_connection(args: &VerifyArgs, settings: &Settings) -> Option<Connection> {
+    (args.from_kubeconfig.is_some() || args.from_context.is_some()).then(|| {
+        settings
+            .connection
+            .other_end(args.from_kubeconfig.as_ref(), args.from_context.as_ref())
+    })
+}
+
+/// `kubectl capi verify`.
+pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
+    if settings.scope.selector.is_some() {
+        return Err(Error::Usage(
+            "verify selects Clusters by name, not by label: drop -l and name the Clusters".into(),
+        ));
+    }
+    let journal = match &args.journal {
+        Some(path) => Some(Journal::load(path)?),
+        None => None,
+    };
+    let target = connect(&settings.connection).await?;
+    let scope = if settings.scope.all_namespaces {
+        ListScope::AllNamespaces
+    } else {
+        ListScope::Namespace(target.namespace(settings.scope.namespace.as_deref()))
+    };
+    let (recorded, whence) = match (&journal, &args.journal) {
+        (Some(journal), Some(path)) => (
+            journal
+                .moved
+                .iter()
+                // The journal says where its Clusters are; -n narrows them.
+                .filter(|m| {
+                    settings
+                        .scope
+                        .namespace
+                        .as_ref()
+                        .is_none_or(|ns| m.cluster.namespace == *ns)
+                })
+                .cloned()
+                .collect(),
+            format!("the journal {}", path.display()),
+        ),
+        _ => (
+            records_in(&target, &scope).await?,
+            format!(
+                "{} of this cluster (no ConfigMap labelled {RECORD_LABEL})",
+                super::scope_shown(&scope)
+            ),
+        ),
+    };
+    let moved = select(recorded, &args.clusters, &whence)?;
+    let source = match source_connection(args, settings) {
+        Some(connection) => Some(connect(&connection).await?),
+        None => None,
+    };
+    let ends = Ends {
+        target,
+        source,
+        flags: settings.connection.as_flags(),
+    };
+    let verified = verify(&ends, &moved, args.wait.then_some(args.timeout), printer).await?;
+    print(&verified.report, printer)?;
+    if ends.source.is_none() {
+        printer.info(
+            "note: the source was not checked for what the move left there; pass --from-context (and --from-kubeconfig) to check it",
+        );
+    }
+    Ok(verified.status)
+}
+
+/// The records of the named Clusters (all of them without names); a name without a record is
+/// an error, as is having nothing to verify.
+fn select(
+    recorded: Vec<MovedCluster>,
+    names: &[String],
+    whence: &str,
+) -> Result<Vec<MovedCluster>> {
+    let missing: Vec<&str> = names
+        .iter()
+        .filter(|n| !recorded.iter().any(|m| m.cluster.name == **n))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::Usage(format!(
+            "no record of a move of Cluster {} in {whence}: run verify against the management cluster they were moved to (--context), or pass --journal with the move's journal",
+            missing.join(", ")
+        )));
+    }
+    let selected: Vec<MovedCluster> = recorded
+        .into_iter()
+        .filter(|m| names.is_empty() || names.contains(&m.cluster.name))
+        .collect();
+    if selected.is_empty() {
+        return Err(Error::Usage(format!(
+            "no record of a moved Cluster in {whence}: run verify against the management cluster they were moved to (--context, -n or -A), or pass --journal with the move's journal"
+        )));
+    }
+    Ok(selected)
+}
