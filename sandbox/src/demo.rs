@@ -232,7 +232,7 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
 
     writeln!(
         out,
-        "\n# The same story in one command: freeze, wait until ready, move, release the freeze in {TARGET_CONTEXT}"
+        "\n# The same story in one command: freeze, wait until ready, move, release the freeze in {TARGET_CONTEXT}, and prove the target adopted the cluster"
     )?;
     scale_up_control_plane(&env, options.dialect, SECOND, out).await?;
     let one_command = [
@@ -241,6 +241,7 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
         SECOND,
         "--freeze",
         "--wait-ready",
+        "--verify",
         "--to-kubeconfig",
         kubeconfig_text.as_str(),
         "--to-context",

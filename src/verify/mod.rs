@@ -28,6 +28,21 @@ pub struct MovedCluster {
     pub infrastructure_machines: BTreeMap<String, String>,
     /// Control plane, MachineDeployment or MachinePool (`Kind name`) → the replicas it reported.
     pub replicas: BTreeMap<String, i64>,
+    /// The same scalers → the replicas they were asked for, where that differed: a scale-up
+    /// pending at the move (frozen by `kubectl capi pause`), which the target may finish.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scaling_to: BTreeMap<String, i64>,
+}
+
+impl MovedCluster {
+    /// How many Machines the target may create for this Cluster: the scale-ups pending at the
+    /// move, which a target released from the freeze finishes.
+    fn new_machines_expected(&self) -> i64 {
+        self.scaling_to
+            .iter()
+            .map(|(scaler, to)| (to - self.replicas.get(scaler).copied().unwrap_or(0)).max(0))
+            .sum()
+    }
 }
 
 /// `Kind name`: how the record keys an object of a Cluster's namespace.
@@ -51,6 +66,8 @@ impl MovedCluster {
                 Some((kind_name(&r.kind, &r.name), provider_id(object)))
             })
             .collect();
+        let scalers: Vec<ScalerView> =
+            scalers(snapshot, &cluster.reference, control_plane_name(cluster)).collect();
         MovedCluster {
             cluster: cluster.reference.clone(),
             control_plane_machines: machines
@@ -62,10 +79,16 @@ impl MovedCluster {
                 .map(|(m, id)| (m.reference.name, id))
                 .collect(),
             infrastructure_machines,
-            replicas: scalers(snapshot, &cluster.reference, control_plane_name(cluster))
+            replicas: scalers
+                .iter()
                 .filter_map(|s| {
                     Some((kind_name(&s.reference.kind, &s.reference.name), s.replicas?))
                 })
+                .collect(),
+            scaling_to: scalers
+                .iter()
+                .filter(|s| s.desired.is_some() && s.desired != s.replicas)
+                .filter_map(|s| Some((kind_name(&s.reference.kind, &s.reference.name), s.desired?)))
                 .collect(),
         }
     }
@@ -187,7 +210,7 @@ pub struct ClusterVerification {
     pub failed: Vec<String>,
     /// Checks not passed yet (health, replicas): may still pass.
     pub pending: Vec<String>,
-    /// The one-line account of a verified Cluster.
+    /// The one-line account: what was adopted, or how many checks failed and are pending.
     pub summary: String,
 }
 
@@ -216,15 +239,8 @@ impl VerificationReport {
     pub fn text(&self) -> String {
         let mut out = String::new();
         for cluster in &self.clusters {
-            if cluster.verified {
-                out.push_str(&cluster.summary);
-                out.push('\n');
-                continue;
-            }
-            out.push_str(&format!(
-                "{} not verified\n",
-                cluster.cluster.kubectl_name()
-            ));
+            out.push_str(&cluster.summary);
+            out.push('\n');
             for failed in &cluster.failed {
                 out.push_str(&format!("  failed: {failed}\n"));
             }
@@ -283,6 +299,7 @@ fn verify_cluster(
         },
     }
 
+    let machine_failures_from = failed.len();
     let machines_now: Vec<&std::sync::Arc<DynamicObject>> = target
         .of_cluster(CORE_GROUP, "Machine", namespace, name)
         .collect();
@@ -297,16 +314,28 @@ fn verify_cluster(
         .filter(|m| moved.machines.contains_key(*m))
     {
         failed.push(format!(
-            "Machine {namespace}/{machine} is being deleted in the target after the move — {pause_hint}"
+            "Machine {namespace}/{machine} is being deleted in the target after the move"
         ));
     }
+    let created: Vec<&String> = now
+        .keys()
+        .filter(|m| !moved.machines.contains_key(*m))
+        .collect();
+    // New Machines up to the scale-ups pending at the move are those scale-ups finishing.
+    let expected_new = usize::try_from(moved.new_machines_expected()).unwrap_or(0);
+    let scaled_up = if created.len() <= expected_new {
+        created.len()
+    } else {
+        0
+    };
     for (machine, id) in &now {
         match moved.machines.get(machine) {
+            None if scaled_up > 0 => {}
             None => failed.push(format!(
-                "Machine {namespace}/{machine} was created in the target after the move: the target's controllers are provisioning new infrastructure instead of adopting — {pause_hint}"
+                "Machine {namespace}/{machine} was created in the target after the move: the target's controllers are provisioning new infrastructure instead of adopting"
             )),
             Some(before) if !before.is_empty() && before != id => failed.push(format!(
-                "Machine {namespace}/{machine} has providerID {} in the target, {before} in the source: it is not the same machine — {pause_hint}",
+                "Machine {namespace}/{machine} has providerID {} in the target, {before} in the source: it is not the same machine",
                 shown(id)
             )),
             Some(_) => {}
@@ -314,7 +343,7 @@ fn verify_cluster(
     }
     for machine in moved.machines.keys().filter(|m| !now.contains_key(*m)) {
         failed.push(format!(
-            "Machine {namespace}/{machine} was deleted in the target after the move — {pause_hint}"
+            "Machine {namespace}/{machine} was deleted in the target after the move"
         ));
     }
 
@@ -330,11 +359,17 @@ fn verify_cluster(
             // Its Machine's absence is reported already.
             None => {}
             Some(o) if !before.is_empty() && provider_id(o) != *before => failed.push(format!(
-                "{kind} {namespace}/{infra} has providerID {} in the target, {before} in the source — {pause_hint}",
+                "{kind} {namespace}/{infra} has providerID {} in the target, {before} in the source",
                 shown(&provider_id(o))
             )),
             Some(_) => {}
         }
+    }
+
+    // What the target does to its Machines goes on until stopped: the first such failure says
+    // how (once, not on every line).
+    if let Some(first) = failed.get_mut(machine_failures_from) {
+        first.push_str(&format!(" — {pause_hint}"));
     }
 
     let in_target = find_cluster(target).map(|o| ClusterView::read(&o));
@@ -344,12 +379,18 @@ fn verify_cluster(
             .map(|s| (kind_name(&s.reference.kind, &s.reference.name), s.replicas))
             .collect();
     for (scaler, before) in &moved.replicas {
+        let scaling_to = moved.scaling_to.get(scaler);
         match replicas_now.get(scaler) {
             None => failed.push(format!("{scaler} is not in the target")),
-            Some(now) if *now != Some(*before) => pending.push(format!(
-                "{scaler} reports {} replicas, {before} before the move",
-                now.map_or("no".to_string(), |n| n.to_string())
-            )),
+            Some(now) if *now != Some(*before) && scaling_to.is_none_or(|to| *now != Some(*to)) => {
+                pending.push(format!(
+                    "{scaler} reports {} replicas, {before} before the move{}",
+                    now.map_or("no".to_string(), |n| n.to_string()),
+                    scaling_to
+                        .map(|to| format!(" (scaling to {to})"))
+                        .unwrap_or_default()
+                ))
+            }
             Some(_) => {}
         }
     }
@@ -381,12 +422,26 @@ fn verify_cluster(
 
     let verified = failed.is_empty() && pending.is_empty();
     let workers = moved.machines.len() - moved.control_plane_machines;
-    ClusterVerification {
-        summary: format!(
-            "{} verified: {} control-plane + {workers} worker Machines adopted, {healthy_as}",
+    let new = match scaled_up {
+        0 => String::new(),
+        n => format!(", {n} new from the scale-up pending at the move"),
+    };
+    let summary = if verified {
+        format!(
+            "{} verified: {} control-plane + {workers} worker Machines adopted{new}, {healthy_as}",
             moved.cluster.kubectl_name(),
             moved.control_plane_machines
-        ),
+        )
+    } else {
+        format!(
+            "{} not verified: {} failed, {} pending",
+            moved.cluster.kubectl_name(),
+            failed.len(),
+            pending.len()
+        )
+    };
+    ClusterVerification {
+        summary,
         cluster: moved.cluster.clone(),
         verified,
         failed,
@@ -556,6 +611,57 @@ mod tests {
     }
 
     #[test]
+    fn new_machines_of_a_scale_up_pending_at_the_move_are_expected_and_no_more() {
+        // The MachineDeployment was asked for 3 while it had 2: a frozen scale-up.
+        let mut source = healthy();
+        source[2]["spec"]["replicas"] = json!(3);
+        let snapshot = snapshot(&source);
+        let cluster = ClusterView::read(&snapshot.of_kind(CORE_GROUP, "Cluster")[0]);
+        let moved = vec![MovedCluster::record(&cluster, &snapshot)];
+        assert_eq!(
+            moved[0].scaling_to,
+            BTreeMap::from([("MachineDeployment prod-md-0".to_string(), 3)])
+        );
+        let check = |target: &[Value]| {
+            evaluate(&moved, &super::tests::snapshot(target), None, "")
+                .clusters
+                .remove(0)
+        };
+        // Released in the target, it finishes: one new Machine, three replicas.
+        let mut target = source.clone();
+        target.extend(machine("prod-md-0-z", false));
+        target[2]["status"]["replicas"] = json!(3);
+        let result = check(&target);
+        assert!(result.verified, "{result:?}");
+        assert!(
+            result
+                .summary
+                .contains("adopted, 1 new from the scale-up pending at the move, Available"),
+            "{}",
+            result.summary
+        );
+        // Still frozen there: nothing new, and the replicas it had are fine too.
+        assert!(check(&source).verified);
+        // Two new Machines where one was expected: both are reported.
+        target.extend(machine("prod-md-0-w", false));
+        let result = check(&target);
+        assert_eq!(result.failed.len(), 2, "{:?}", result.failed);
+    }
+
+    #[test]
+    fn the_pause_hint_comes_once_with_the_first_machine_failure() {
+        let mut target = healthy();
+        target.extend(machine("prod-md-0-z", false));
+        target.extend(machine("prod-md-0-w", false));
+        let result = verify(&target, &[]);
+        assert_eq!(result.failed.len(), 2, "{:?}", result.failed);
+        assert!(result.failed[0].ends_with(
+            "— pause the Cluster (kubectl capi pause prod -n ns --context t) and check the provider's version and credentials in the target"
+        ), "{}", result.failed[0]);
+        assert!(!result.failed[1].contains("pause"), "{}", result.failed[1]);
+    }
+
+    #[test]
     fn a_machine_deleted_in_the_target_fails() {
         let target = without(
             without(healthy(), "Machine", "prod-md-0-y"),
@@ -605,12 +711,14 @@ mod tests {
         target[0]["status"]["conditions"] =
             json!([{"type": "Available", "status": "False", "reason": "ControlPlaneNotAvailable"}]);
         target[2]["status"]["replicas"] = json!(1);
+        target[1]["status"] = json!({});
         let result = verify(&target, &[]);
         assert!(!result.verified && result.failed.is_empty());
         assert_eq!(
             result.pending,
             [
                 "Cluster ns/prod is not healthy yet: Available=False (ControlPlaneNotAvailable)",
+                "KubeadmControlPlane prod reports no replicas, 1 before the move",
                 "MachineDeployment prod-md-0 reports 1 replicas, 2 before the move"
             ]
         );
@@ -662,7 +770,10 @@ mod tests {
         assert!(!report.source_checked && report.failed());
         let text = report.text();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "cluster.cluster.x-k8s.io/prod not verified");
+        assert_eq!(
+            lines[0],
+            "cluster.cluster.x-k8s.io/prod not verified: 1 failed, 1 pending"
+        );
         assert!(lines[1].starts_with("  failed: Machine ns/prod-md-0-z was created"));
         assert_eq!(
             lines[2],

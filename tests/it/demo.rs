@@ -74,7 +74,7 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
     assert!(
         report.steps[7]
             .command
-            .starts_with("kubectl capi move demo-2 --freeze --wait-ready"),
+            .starts_with("kubectl capi move demo-2 --freeze --wait-ready --verify"),
         "{commands:?}"
     );
     assert_eq!(report.steps[7].code, 0, "{text}");
@@ -82,6 +82,8 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
         "demo-2-control-plane frozen",
         "moved 1 Cluster(s)",
         "demo-2-control-plane resumed",
+        // The scale-up frozen at the move finishes in the target: one new Machine, expected.
+        "cluster.cluster.x-k8s.io/demo-2 verified: 2 control-plane + 1 worker Machines adopted, ",
     ] {
         assert!(text.contains(line), "{line}: {text}");
     }

@@ -123,7 +123,7 @@ async fn a_target_that_cannot_adopt_fails_naming_the_new_machines_with_a_hint_th
     assert!(
         moved
             .stdout
-            .contains("cluster.cluster.x-k8s.io/prod not verified"),
+            .contains("cluster.cluster.x-k8s.io/prod not verified: "),
         "{}",
         moved.stdout
     );
@@ -193,8 +193,20 @@ async fn a_target_that_cannot_adopt_fails_naming_the_new_machines_with_a_hint_th
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_machine_deleted_in_the_target_after_the_move_is_named() {
     let pair = Pair::start(Dialect::V1beta2, &[workload("prod", 1, 2)]).await;
-    let moved = pair.move_(&["prod"]).await;
+    let journal = pair.dir.path().join("journal.json");
+    let journal_flag = journal.to_str().unwrap();
+    let moved = pair.move_(&["prod", "--journal", journal_flag]).await;
     assert_eq!(moved.code, 0, "{}", moved.stderr);
+    // Without its record in the target, the move's journal still says what was moved.
+    capi_sandbox::api::delete(
+        &pair.env.target.server.client(),
+        "v1",
+        "ConfigMap",
+        "default",
+        "kubectl-capi-moved-prod",
+    )
+    .await
+    .unwrap();
     let worker = machines(&pair, &pair.env.target)
         .into_iter()
         .find(|m| m.starts_with("prod-md-0"))
@@ -214,6 +226,8 @@ async fn a_machine_deleted_in_the_target_after_the_move_is_named() {
             "verify",
             "--context",
             TARGET_CONTEXT,
+            "--journal",
+            journal_flag,
             "--wait",
             "--timeout",
             "40s",
