@@ -390,14 +390,27 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     let mut status = ExitStatus::Success;
     if args.verify {
         let target = target_connection(args, settings);
-        let ends = super::verify::Ends {
-            target: connect(&target).await?,
-            source: Some(connect(&settings.connection).await?),
-            flags: target.as_flags(),
+        let verifying = async {
+            let ends = super::verify::Ends {
+                target: connect(&target).await?,
+                source: Some(connect(&settings.connection).await?),
+                flags: target.as_flags(),
+            };
+            super::verify::verify(&ends, &summary.moved, Some(args.verify_timeout), printer).await
         };
-        let verified =
-            super::verify::verify(&ends, &summary.moved, Some(args.verify_timeout), printer)
-                .await?;
+        let verified = match verifying.await {
+            Ok(verified) => verified,
+            Err(e) => {
+                if structured {
+                    print_summary(args, settings, printer, &summary)?;
+                }
+                printer.note(&format!(
+                    "note: the move finished, its verification did not; verify it with `{}`",
+                    verify_command(args, settings, &summary)
+                ));
+                return Err(e);
+            }
+        };
         status = verified.status;
         if !structured {
             super::verify::print(&verified.report, printer)?;
@@ -408,6 +421,38 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         print_summary(args, settings, printer, &summary)?;
     }
     Ok(status)
+}
+
+/// `-n NS` when the Clusters share one namespace, else `-A`: where a hint about them looks.
+fn scope_flags(clusters: &[ObjectRef]) -> String {
+    let namespaces: BTreeSet<&str> = clusters.iter().map(|c| c.namespace.as_str()).collect();
+    match namespaces.iter().collect::<Vec<_>>().as_slice() {
+        [namespace] => format!(" -n {}", crate::settings::shell_word(namespace)),
+        _ => " -A".to_string(),
+    }
+}
+
+/// The `kubectl capi verify` that checks this move later, as the user would type it: the
+/// target's connection as the main one, the source's as `--from-…`.
+fn verify_command(args: &MoveArgs, settings: &Settings, summary: &Summary) -> String {
+    let word = crate::settings::shell_word;
+    let mut command = String::from("kubectl capi verify");
+    for cluster in &summary.clusters {
+        command.push_str(&format!(" {}", word(&cluster.name)));
+    }
+    command.push_str(&target_connection(args, settings).as_flags());
+    command.push_str(&scope_flags(&summary.clusters));
+    if let Some(kubeconfig) = &settings.connection.kubeconfig {
+        command.push_str(&format!(
+            " --from-kubeconfig {}",
+            word(&kubeconfig.to_string_lossy())
+        ));
+    }
+    if let Some(context) = &settings.connection.context {
+        command.push_str(&format!(" --from-context {}", word(context)));
+    }
+    command.push_str(" --wait");
+    command
 }
 
 /// `--freeze` and `--wait-ready`: freeze the Clusters' scaling, wait until they can be moved.
@@ -1253,15 +1298,7 @@ fn print_summary(
     }
     if !summary.frozen_in_target.is_empty() && !args.freeze {
         let names: Vec<&str> = summary.clusters.iter().map(|c| c.name.as_str()).collect();
-        let namespaces: BTreeSet<&str> = summary
-            .clusters
-            .iter()
-            .map(|c| c.namespace.as_str())
-            .collect();
-        let scope = match namespaces.iter().collect::<Vec<_>>().as_slice() {
-            [namespace] => format!(" -n {}", crate::settings::shell_word(namespace)),
-            _ => " -A".to_string(),
-        };
+        let scope = scope_flags(&summary.clusters);
         // A note on stderr, with every output format: the next step stays visible.
         printer.note(&format!(
             "note: {} object(s) frozen by kubectl capi pause stay frozen in the target; release them with `kubectl capi resume {}{}{scope}`",

@@ -307,3 +307,70 @@ async fn verify_without_a_record_says_where_to_look() {
         output.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_verification_says_how_to_verify_later_and_that_works_when_pasted() {
+    let pair = Pair::start(Dialect::V1beta2, &[workload("prod", 1, 1)]).await;
+    // Nothing reconciles in the target, so the verification waits.
+    pair.env.target.controllers.stop();
+    let child = crate::common::plugin_command(
+        Some(&pair.kubeconfig),
+        &[
+            "move",
+            "prod",
+            "--context",
+            SOURCE_CONTEXT,
+            "--to-context",
+            TARGET_CONTEXT,
+            "--verify",
+            "--verify-timeout",
+            "50s",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    // The verification is watching the target once the plugin opened a watch there.
+    let watching = || {
+        pair.env
+            .target
+            .server
+            .requests()
+            .iter()
+            .any(|r| r.verb == "watch" && r.agent.starts_with("kubectl-capi/"))
+    };
+    let deadline = tokio::time::Instant::now() + crate::moving::SETTLE;
+    while !watching() {
+        assert!(tokio::time::Instant::now() < deadline, "never watched");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let pid = child.id().unwrap().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let hint = stderr
+        .lines()
+        .find(|l| l.contains("the move finished, its verification did not"))
+        .and_then(|l| l.split('`').nth(1))
+        .unwrap_or_else(|| panic!("a verify hint: {stderr}"));
+    assert_eq!(
+        hint,
+        format!(
+            "kubectl capi verify prod --context {TARGET_CONTEXT} -n default --from-context {SOURCE_CONTEXT} --wait"
+        )
+    );
+    // Pasted (with a short wait: nothing reconciles there), it verifies the same move.
+    let pasted = pair.paste(&format!("{hint} --timeout 1s")).await;
+    assert_eq!(pasted.code, 1, "{}", pasted.stderr);
+    assert!(
+        pasted
+            .stdout
+            .starts_with("cluster.cluster.x-k8s.io/prod not verified: 0 failed, "),
+        "{}",
+        pasted.stdout
+    );
+}
