@@ -3,6 +3,7 @@
 pub const CORE_GROUP: &str = "cluster.x-k8s.io";
 pub const CONTROL_PLANE_GROUP: &str = "controlplane.cluster.x-k8s.io";
 pub const INFRASTRUCTURE_GROUP: &str = "infrastructure.cluster.x-k8s.io";
+pub const BOOTSTRAP_GROUP: &str = "bootstrap.cluster.x-k8s.io";
 pub const CLUSTERCTL_GROUP: &str = "clusterctl.cluster.x-k8s.io";
 
 /// Pauses the object that carries it (Cluster API's `IsPaused`).

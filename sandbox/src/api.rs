@@ -80,6 +80,35 @@ pub async fn merge_patch(
         .with_context(|| format!("patching {kind} {namespace}/{name}"))
 }
 
+/// A JSON merge patch of `object` (at `subresource`, if any) written as field manager `manager`.
+pub async fn patch_as(
+    client: &kube::Client,
+    object: &Value,
+    subresource: Option<&str>,
+    manager: &str,
+    patch: &Value,
+) -> anyhow::Result<Value> {
+    let api_version = object["apiVersion"]
+        .as_str()
+        .context("object without apiVersion")?;
+    let kind = object["kind"].as_str().context("object without kind")?;
+    let namespace = object["metadata"]["namespace"].as_str();
+    let name = object["metadata"]["name"]
+        .as_str()
+        .context("object without name")?;
+    let mut path = format!("{}/{name}", collection(api_version, kind, namespace));
+    if let Some(subresource) = subresource {
+        path.push_str(&format!("/{subresource}"));
+    }
+    path.push_str(&format!("?fieldManager={manager}"));
+    let request = Request::patch(path)
+        .header("content-type", "application/merge-patch+json")
+        .body(serde_json::to_vec(patch)?)?;
+    send(client, request)
+        .await
+        .with_context(|| format!("patching {kind} {name} as {manager}"))
+}
+
 pub async fn delete(
     client: &kube::Client,
     api_version: &str,

@@ -22,6 +22,9 @@ pub struct MoveOptions {
     pub plugin: PathBuf,
     /// Also run with `--concurrency 1`.
     pub sequential: bool,
+    /// Objects shaped like a real management cluster's (see `real_shape`), so that answers are
+    /// as heavy as a real server's.
+    pub real_shaped: bool,
 }
 
 /// Loads `clusters` provisioned workload clusters into namespace `bench`; returns the objects.
@@ -30,11 +33,15 @@ pub fn load_fixture(
     clusters: usize,
     workers: usize,
 ) -> anyhow::Result<Vec<Value>> {
+    fixture(clusters, workers).load(&[server])
+}
+
+fn fixture(clusters: usize, workers: usize) -> Fixture {
     let mut fixture = Fixture::default();
     for index in 0..clusters {
         fixture.provisioned("bench", &format!("cluster-{index:03}"), workers);
     }
-    fixture.load(&[server])
+    fixture
 }
 
 struct Pair {
@@ -51,7 +58,30 @@ async fn pair(options: &MoveOptions, dir: &Path, tag: &str) -> anyhow::Result<Pa
     for server in [&source, &target] {
         crds::install_with_inventory(server, Dialect::V1beta2)?;
     }
-    let objects = load_fixture(&source, options.clusters, options.workers)?;
+    let mut fixture = fixture(options.clusters, options.workers);
+    if options.real_shaped {
+        fixture.real_shaped();
+    }
+    let mut objects = fixture.load(&[&source])?;
+    if options.real_shaped {
+        crate::real_shape::weather(&source, &objects).await?;
+        // What the servers hold now, managedFields of both writers included.
+        objects = objects
+            .iter()
+            .filter_map(|o| {
+                let group = o["apiVersion"]
+                    .as_str()?
+                    .rsplit_once('/')
+                    .map_or("", |(g, _)| g);
+                source.object(
+                    group,
+                    &crate::api::plural(o["kind"].as_str()?),
+                    o["metadata"]["namespace"].as_str().unwrap_or(""),
+                    o["metadata"]["name"].as_str()?,
+                )
+            })
+            .collect();
+    }
     for server in [&source, &target] {
         server.set_write_latency(options.write_latency);
     }
@@ -388,9 +418,14 @@ pub async fn run(options: &MoveOptions) -> anyhow::Result<String> {
         raw_ceiling(options, dir.path(), RawWrites::Four).await?;
     let objects = runs[0].objects;
     let mut out = format!(
-        "{} clusters × (1 control-plane + {} workers) = {objects} objects, write latency {} ms\n",
+        "{} clusters × (1 control-plane + {} workers) = {objects} objects{}, write latency {} ms\n",
         options.clusters,
         options.workers,
+        if options.real_shaped {
+            " shaped like a real management cluster's"
+        } else {
+            ""
+        },
         options.write_latency.as_millis()
     );
     for r in &runs {

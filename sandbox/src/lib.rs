@@ -12,6 +12,7 @@ pub mod demo;
 
 pub mod environment;
 pub mod fixture;
+pub mod real_shape;
 
 pub mod workload;
 

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster, connect};
 use crate::model::{self, ClusterView};
 use crate::mover::journal;
-use crate::names::{CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
+use crate::names::{BOOTSTRAP_GROUP, CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
 use crate::output::{ExitStatus, Printer};
 use crate::ready::evaluate::{Options, Report, UnfinishedMove, evaluate};
 use crate::ready::render::render;
@@ -35,7 +35,7 @@ pub fn kinds(catalog: &Catalog) -> Vec<KindKey> {
         let group = info.resource.group.as_str();
         let provider = matches!(
             group,
-            CONTROL_PLANE_GROUP | INFRASTRUCTURE_GROUP | "bootstrap.cluster.x-k8s.io"
+            CONTROL_PLANE_GROUP | INFRASTRUCTURE_GROUP | BOOTSTRAP_GROUP
         );
         if provider && !info.resource.kind.ends_with("Template") {
             kinds.push(key(group, &info.resource.kind));

@@ -3,7 +3,7 @@
 //! `ready`, `freeze` and `mover`. A new scaling kind is one entry here (and its tests).
 
 use super::ScalerKind;
-use crate::names::{CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
+use crate::names::{BOOTSTRAP_GROUP, CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
 
 /// The core kinds that create and delete Machines, in the order freeze and ready take them.
 pub const CORE_SCALERS: [(&str, ScalerKind); 3] = [
@@ -62,6 +62,13 @@ pub fn scaler(group: &str, kind: &str) -> Option<ScalerKind> {
         Role::Scaler(scaler) => Some(scaler),
         Role::InfrastructurePool | Role::Remediation => None,
     }
+}
+
+/// Whether an evaluation (ready's checks, a move's preflight) reads this kind's status: every
+/// kind's but the bootstrap configs' and the infrastructure machines', whose state their
+/// Machines report. A move's planning leaves those unread (a real server's are large).
+pub fn status_evaluated(group: &str, kind: &str) -> bool {
+    !(group == BOOTSTRAP_GROUP || (group == INFRASTRUCTURE_GROUP && kind.ends_with("Machine")))
 }
 
 /// What a move pauses for its duration: Clusters (`spec.paused`) and ClusterClasses (the paused

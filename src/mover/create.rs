@@ -7,13 +7,14 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use kube::api::{Api, DynamicObject, PatchParams, PostParams};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::model::ObjectRef;
 
-use super::discover::MoveType;
+use super::discover::{ManagedFields, MoveType};
 use super::journal::JournalFile;
 use super::namespaces::ensure_namespace;
 use super::plan::MovePlan;
@@ -149,7 +150,7 @@ pub(super) async fn create_one(
     t: &MoveType,
     when_existing: WhenExisting,
     body: Value,
-    managed: Option<Value>,
+    managed: Option<Box<RawValue>>,
     reference: &ObjectRef,
 ) -> Result<(String, bool)> {
     let name = &reference.name;
@@ -195,12 +196,13 @@ pub(super) async fn create_one(
         }
     };
     if let Some(managed) = managed {
+        let patch = ManagedFieldsPatch {
+            metadata: ManagedFieldsOnly {
+                managed_fields: &managed,
+            },
+        };
         writes
-            .merge_patch(
-                name,
-                &json!({"metadata": {"managedFields": managed}}),
-                &PatchParams::default(),
-            )
+            .merge_patch(name, &patch, &PatchParams::default())
             .await
             .map_err(|e| {
                 target.api_error(
@@ -210,6 +212,27 @@ pub(super) async fn create_one(
             })?;
     }
     Ok((uid, made))
+}
+
+/// The objects a move creates, as read from the source after pausing it: without managedFields,
+/// which are kept apart as the server's JSON text (by UID) and written back after each create.
+#[derive(Default)]
+pub struct Fresh {
+    pub objects: HashMap<String, Arc<DynamicObject>>,
+    pub managed_fields: ManagedFields,
+}
+
+/// The managedFields restore's body, `{"metadata":{"managedFields":…}}`, with the source's text
+/// as it was (never parsed again).
+#[derive(serde::Serialize)]
+struct ManagedFieldsPatch<'a> {
+    metadata: ManagedFieldsOnly<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct ManagedFieldsOnly<'a> {
+    #[serde(rename = "managedFields")]
+    managed_fields: &'a RawValue,
 }
 
 /// A create's answer: the source UID, the target UID, whether this attempt made it, its type.
@@ -248,7 +271,7 @@ pub async fn create_groups(
     plan: &MovePlan,
     types: &[MoveType],
     target: &Destination,
-    objects: &HashMap<String, Arc<DynamicObject>>,
+    objects: &Fresh,
     how: Creating,
     progress: &dyn Progress,
     mut journal: Option<&mut JournalFile>,
@@ -363,7 +386,7 @@ struct Job<'a> {
     reference: &'a ObjectRef,
     t: &'a MoveType,
     body: Value,
-    managed: Option<Value>,
+    managed: Option<Box<RawValue>>,
     status: Option<Value>,
     namespace: String,
     when_existing: WhenExisting,
@@ -373,7 +396,7 @@ struct Job<'a> {
 fn job<'a>(
     plan: &'a MovePlan,
     types: &'a [MoveType],
-    objects: &HashMap<String, Arc<DynamicObject>>,
+    objects: &Fresh,
     how: &Creating,
     journal: Option<&JournalFile>,
     created: &Created,
@@ -381,7 +404,11 @@ fn job<'a>(
 ) -> Option<Job<'a>> {
     let node = plan.node(uid);
     let t = type_of(types, &node.reference)?;
-    let object = objects.get(uid).cloned().or_else(|| node.object.clone())?;
+    let object = objects
+        .objects
+        .get(uid)
+        .cloned()
+        .or_else(|| node.object.clone())?;
     let namespace = if t.info.namespaced {
         node.reference.namespace.clone()
     } else {
@@ -402,7 +429,12 @@ fn job<'a>(
     } else {
         WhenExisting::Adopt
     };
-    let (body, managed) = target_body(plan, &object, &created.uids);
+    let (body, inline) = target_body(plan, &object, &created.uids);
+    // Listed objects' managedFields were kept apart; a backup's or a whole read's are inline.
+    let managed = match objects.managed_fields.get(uid) {
+        Some(raw) => Some(raw.clone()),
+        None => inline.and_then(|m| serde_json::value::to_raw_value(&m).ok()),
+    };
     let status = object
         .data
         .get("status")

@@ -3,14 +3,13 @@
 //! holding the object's JSON; files 0600 in a 0700 directory, since kubeconfig Secrets are among
 //! them.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
 
-use super::create::{Created, Creating, create_groups};
-use super::discover::{MoveType, list_objects};
+use super::create::{Created, Creating, Fresh, create_groups};
+use super::discover::{MoveType, list_objects_keeping};
 use super::graph::{Graph, TypedObjects};
 use super::pause::set_paused;
 use super::plan::{MovePlan, plan};
@@ -20,6 +19,7 @@ use super::requests::{DEFAULT_CONCURRENCY, Destination};
 use super::run::Source;
 use super::stop::Stop;
 use crate::error::{Error, Result, yaml_problem};
+use crate::snapshot::Keep;
 
 pub fn file_name(object: &DynamicObject) -> String {
     let kind = object
@@ -86,17 +86,14 @@ pub fn create_backup_directory(directory: &Path) -> Result<()> {
 
 /// Writes every moved object of the plan, as read in `fresh` (after pausing), into a directory
 /// [`create_backup_directory`] made.
-pub fn write(
-    directory: &Path,
-    plan: &MovePlan,
-    fresh: &HashMap<String, Arc<DynamicObject>>,
-) -> Result<usize> {
+pub fn write(directory: &Path, plan: &MovePlan, fresh: &Fresh) -> Result<usize> {
     use std::io::Write;
     #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt;
     let mut written = 0;
     for uid in plan.groups.iter().flatten() {
         let Some(object) = fresh
+            .objects
             .get(uid)
             .cloned()
             .or_else(|| plan.node(uid).object.clone())
@@ -113,7 +110,14 @@ pub fn write(
         let mut file = options
             .open(&path)
             .map_err(io_error(format!("writing {}", path.display())))?;
-        let text = serde_json::to_string_pretty(object.as_ref()).expect("object serialises");
+        let mut whole = serde_json::to_value(object.as_ref()).expect("object serialises");
+        // A backup keeps the object whole: its managedFields were listed apart.
+        if let Some(managed) = fresh.managed_fields.get(uid)
+            && let Ok(managed) = serde_json::from_str::<serde_json::Value>(managed.get())
+        {
+            whole["metadata"]["managedFields"] = managed;
+        }
+        let text = serde_json::to_string_pretty(&whole).expect("object serialises");
         file.write_all(text.as_bytes())
             .map_err(io_error(format!("writing {}", path.display())))?;
         written += 1;
@@ -191,11 +195,19 @@ pub async fn backup(
     )
     .await?;
     let result = async {
-        let objects = list_objects(source.cluster, source.types, source.scope).await?;
-        let fresh: HashMap<String, Arc<DynamicObject>> = objects
-            .into_iter()
-            .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
-            .collect();
+        let whole = |_: &MoveType| Keep {
+            managed_fields: true,
+            status: true,
+        };
+        let (objects, managed_fields) =
+            list_objects_keeping(source.cluster, source.types, source.scope, whole).await?;
+        let fresh = Fresh {
+            objects: objects
+                .into_iter()
+                .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
+                .collect(),
+            managed_fields,
+        };
         super::directory::write(directory, plan, &fresh)
     }
     .await;
@@ -226,7 +238,7 @@ pub async fn restore(
         plan,
         types,
         target,
-        &HashMap::new(),
+        &Fresh::default(),
         Creating {
             preexisting: preflight.in_target,
             overwrite_existing,

@@ -2,19 +2,20 @@
 //! version) plus Secrets and ConfigMaps, in the moved namespace(s); Secrets in infrastructure
 //! providers' namespaces; ClusterClasses (and their templates) that Clusters use across namespaces.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::value::RawValue;
 
 use super::graph::{TypeInfo, TypedObjects};
 use crate::error::{Denials, Error, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::model::{ClusterClassView, ClusterView};
 use crate::names::{CLUSTERCTL_LABEL, CORE_GROUP};
-use crate::snapshot::{ListScope, PAGE_SIZE, list_all, qualified, with_types};
+use crate::snapshot::{Keep, ListScope, Listed, PAGE_SIZE, list_keeping, qualified, with_types};
 
 /// A kind move reads and writes, with the resource to do it at its storage version.
 #[derive(Debug, Clone)]
@@ -115,25 +116,59 @@ async fn every_forbidden_read(cluster: &Cluster, crds_denied: String) -> Error {
     denials.check().expect_err("the CRD list was denied")
 }
 
-/// Every object move considers, with its type.
+/// Listed objects' managedFields as the server wrote them (JSON text), by source UID.
+pub type ManagedFields = HashMap<String, Box<RawValue>>;
+
+/// Every object move considers, with its type, as planning reads it: no managedFields, and no
+/// status where no evaluation reads it and a create would not write it (a status subresource).
 pub async fn list_objects(
     cluster: &Cluster,
     types: &[MoveType],
     scope: &ListScope,
 ) -> Result<TypedObjects> {
+    let planning = |t: &MoveType| Keep {
+        managed_fields: false,
+        status: !t.status || crate::model::kinds::status_evaluated(&t.info.group, &t.info.kind),
+    };
+    Ok(list_objects_keeping(cluster, types, scope, planning)
+        .await?
+        .0)
+}
+
+/// Every object move considers, with its type, keeping what `keep` says of each type:
+/// managedFields apart (by UID), to be written back as they were.
+pub async fn list_objects_keeping(
+    cluster: &Cluster,
+    types: &[MoveType],
+    scope: &ListScope,
+    keep: impl Fn(&MoveType) -> Keep,
+) -> Result<(TypedObjects, ManagedFields)> {
     let mut out: Vec<(Arc<DynamicObject>, TypeInfo)> = Vec::new();
+    let mut managed_fields = ManagedFields::new();
     let mut denials = Denials::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut push =
-        |object: DynamicObject, info: &TypeInfo, out: &mut Vec<(Arc<DynamicObject>, TypeInfo)>| {
+        |listed: Listed, info: &TypeInfo, out: &mut Vec<(Arc<DynamicObject>, TypeInfo)>| {
+            let Listed {
+                object,
+                managed_fields: managed,
+            } = listed;
             // A move's own journal copy is never part of a move.
             if crate::mover::journal::copy::is_journal(&object) {
                 return;
             }
-            if seen.insert(object.metadata.uid.clone().unwrap_or_default()) {
+            let uid = object.metadata.uid.clone().unwrap_or_default();
+            if seen.insert(uid.clone()) {
+                if let Some(managed) = managed {
+                    managed_fields.insert(uid, managed);
+                }
                 out.push((Arc::new(object), info.clone()));
             }
         };
+    let fetched = |object: DynamicObject| Listed {
+        object,
+        managed_fields: None,
+    };
     for t in types {
         let api: Api<DynamicObject> = match (scope, t.info.namespaced) {
             (ListScope::Namespace(ns), true) => {
@@ -141,14 +176,15 @@ pub async fn list_objects(
             }
             _ => Api::all_with(cluster.client.clone(), &t.resource),
         };
-        let listed = list_all(
+        let listed = list_keeping(
             cluster,
             &api,
             &t.resource,
             ListParams::default().limit(PAGE_SIZE),
+            keep(t),
         );
-        for object in denials.note(&qualified(&t.resource), listed.await)? {
-            push(object, &t.info, &mut out);
+        for listed in denials.note(&qualified(&t.resource), listed.await)? {
+            push(listed, &t.info, &mut out);
         }
     }
     // Global identities' credentials live in the infrastructure providers' namespaces.
@@ -174,14 +210,15 @@ pub async fn list_objects(
         for namespace in provider_namespaces.iter().filter(|ns| *ns != moved) {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(cluster.client.clone(), namespace, &secret.resource);
-            let listed = list_all(
+            let listed = list_keeping(
                 cluster,
                 &api,
                 &secret.resource,
                 ListParams::default().limit(PAGE_SIZE),
+                keep(secret),
             );
-            for object in denials.note(&qualified(&secret.resource), listed.await)? {
-                push(object, &secret.info, &mut out);
+            for listed in denials.note(&qualified(&secret.resource), listed.await)? {
+                push(listed, &secret.info, &mut out);
             }
         }
         // ClusterClasses used across namespaces, and their templates.
@@ -226,13 +263,18 @@ pub async fn list_objects(
                         .await
                         .map_err(|e| cluster.api_error(e, "reading a template"))?
                     {
-                        push(with_types(template, &t.resource), &t.info, &mut out);
+                        // Read whole: its managedFields travel inline.
+                        push(
+                            fetched(with_types(template, &t.resource)),
+                            &t.info,
+                            &mut out,
+                        );
                     }
                 }
             }
-            push(class, &cc_type.info, &mut out);
+            push(fetched(class), &cc_type.info, &mut out);
         }
     }
     denials.check()?;
-    Ok(out)
+    Ok((out, managed_fields))
 }

@@ -14,9 +14,10 @@ use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::model::ObjectRef;
 use crate::names::{BLOCK_MOVE_ANNOTATION, PAUSED_ANNOTATION};
-use crate::snapshot::ListScope;
+use crate::snapshot::{Keep, ListScope};
 
-use super::discover::{MoveType, list_objects};
+use super::create::Fresh;
+use super::discover::{MoveType, list_objects_keeping};
 use super::journal::{Journal, entry_resource};
 use super::plan::MovePlan;
 use super::progress::{Phase, Progress};
@@ -95,17 +96,19 @@ pub(super) async fn read_when_unblocked(
     types: &[MoveType],
     scope: &ListScope,
     plan: &MovePlan,
-    timeout: Duration,
-) -> Result<HashMap<String, Arc<DynamicObject>>> {
+    (timeout, keep): (Duration, impl Fn(&MoveType) -> Keep),
+) -> Result<Fresh> {
     let deadline = Instant::now() + timeout;
     let mut delay = Duration::from_millis(100);
     loop {
-        let objects = list_objects(source, types, scope).await?;
+        let (objects, mut managed_fields) =
+            list_objects_keeping(source, types, scope, &keep).await?;
         let fresh: HashMap<String, Arc<DynamicObject>> = objects
             .into_iter()
             .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
             .filter(|(uid, _)| plan.scheduled.contains(uid))
             .collect();
+        managed_fields.retain(|uid, _| fresh.contains_key(uid));
         let blocked: Vec<String> = plan
             .groups
             .iter()
@@ -115,7 +118,10 @@ pub(super) async fn read_when_unblocked(
             .map(|o| ObjectRef::of(o).kubectl_name())
             .collect();
         if blocked.is_empty() {
-            return Ok(fresh);
+            return Ok(Fresh {
+                objects: fresh,
+                managed_fields,
+            });
         }
         if Instant::now() > deadline {
             return Err(Error::Api {

@@ -79,7 +79,7 @@ impl Writes {
     pub async fn merge_patch(
         &self,
         name: &str,
-        patch: &Value,
+        patch: &impl serde::Serialize,
         pp: &PatchParams,
     ) -> kube::Result<Answer> {
         self.send(self.request.patch(name, pp, &Patch::Merge(patch)))

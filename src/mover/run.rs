@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::model::ObjectRef;
-use crate::snapshot::ListScope;
+use crate::snapshot::{Keep, ListScope};
 
 use super::create::{Creating, create_groups};
 use super::delete::Skipped;
@@ -116,14 +116,20 @@ pub async fn run(
     let before_creating = async {
         journal.stage(Stage::Pausing).await?;
         set_paused(source, plan, types, true, options.concurrency, progress).await?;
-        let fresh = read_when_unblocked(source, types, scope, plan, timeout).await?;
+        // managedFields kept as text, to be written back; status where a create writes it, or
+        // to be replayed.
+        let keep = |t: &MoveType| Keep {
+            managed_fields: true,
+            status: options.restore_status || !t.status,
+        };
+        let fresh = read_when_unblocked(source, types, scope, plan, (timeout, keep)).await?;
         // clusterctl reads each object again before creating it and stops when one is gone; so
         // does this, before the first create.
         let vanished: Vec<String> = plan
             .groups
             .iter()
             .flatten()
-            .filter(|uid| !fresh.contains_key(*uid))
+            .filter(|uid| !fresh.objects.contains_key(*uid))
             .map(|uid| plan.node(uid).reference.kubectl_name())
             .collect();
         if !vanished.is_empty() {

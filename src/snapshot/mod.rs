@@ -1,6 +1,7 @@
 //! A snapshot of a scope: one paginated LIST per kind, indexed by kind, Cluster and uid. Every
 //! command evaluates snapshots; none reads objects one GET at a time.
 
+pub mod listed;
 pub mod watch;
 
 use std::collections::{BTreeMap, HashMap};
@@ -11,6 +12,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use crate::error::{Denials, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::model::cluster_name_of;
+pub use listed::{Keep, Listed};
 
 /// Page size of every LIST: large, so that the number of requests stays flat as installations
 /// grow (a real API server serves pages of thousands of objects comfortably).
@@ -49,22 +51,35 @@ pub fn qualified(resource: &ApiResource) -> String {
     }
 }
 
-/// Every object `api` lists, page by page, typed as `resource`.
+/// Every object `api` lists, page by page, typed as `resource`, without managedFields.
 pub async fn list_all(
     cluster: &Cluster,
     api: &Api<DynamicObject>,
     resource: &ApiResource,
-    mut params: ListParams,
+    params: ListParams,
 ) -> Result<Vec<DynamicObject>> {
+    let listed = list_keeping(cluster, api, resource, params, Keep::EVALUATE).await?;
+    Ok(listed.into_iter().map(|l| l.object).collect())
+}
+
+/// Every object `api` lists, page by page, typed as `resource`, with what `keep` says.
+pub async fn list_keeping(
+    cluster: &Cluster,
+    api: &Api<DynamicObject>,
+    resource: &ApiResource,
+    mut params: ListParams,
+    keep: Keep,
+) -> Result<Vec<Listed>> {
     let mut out = Vec::new();
     loop {
-        let page = api
-            .list(&params)
+        let page = listed::page(api, &cluster.client, &params, keep)
             .await
             .map_err(|e| cluster.api_error(e, &format!("listing {}", resource.plural)))?;
-        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-        out.extend(page.items.into_iter().map(|o| with_types(o, resource)));
-        match next {
+        out.extend(page.items.into_iter().map(|mut listed| {
+            listed.object = with_types(listed.object, resource);
+            listed
+        }));
+        match page.next {
             Some(token) => params = params.continue_token(&token),
             None => return Ok(out),
         }

@@ -152,6 +152,10 @@ enum Command {
         /// Skip the sequential (--concurrency 1) run.
         #[arg(long)]
         no_sequential: bool,
+        /// Objects shaped like a real management cluster's (certificate-sized Secrets, kubeadm
+        /// specs, controller status and its managedFields): answers as heavy as a real server's.
+        #[arg(long)]
+        real_shaped: bool,
     },
 }
 
@@ -379,6 +383,7 @@ async fn main() -> anyhow::Result<()> {
             write_latency_ms,
             concurrency,
             no_sequential,
+            real_shaped,
         } => {
             let options = capi_sandbox::bench_move::MoveOptions {
                 clusters,
@@ -387,6 +392,7 @@ async fn main() -> anyhow::Result<()> {
                 concurrency,
                 plugin,
                 sequential: !no_sequential,
+                real_shaped,
             };
             print!("{}", capi_sandbox::bench_move::run(&options).await?);
             Ok(())

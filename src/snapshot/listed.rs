@@ -1,0 +1,311 @@
+//! How a LIST answer becomes objects: each object's managedFields skipped, or kept as the
+//! server's JSON text but never parsed (a real server's field trees, parsed, cost more memory
+//! than the rest of the object), and its status skipped when the reader has no use for it.
+
+use std::fmt;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::TypeMeta;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// What a reader keeps of each object besides its metadata and content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep {
+    /// `metadata.managedFields`, as JSON text.
+    pub managed_fields: bool,
+    pub status: bool,
+}
+
+impl Keep {
+    /// Everything but managedFields: what every evaluation reads.
+    pub const EVALUATE: Keep = Keep {
+        managed_fields: false,
+        status: true,
+    };
+}
+
+/// One listed object, and its managedFields as the server wrote them (when kept).
+pub struct Listed {
+    pub object: DynamicObject,
+    pub managed_fields: Option<Box<RawValue>>,
+}
+
+/// One page of a LIST answer.
+pub struct Page {
+    pub items: Vec<Listed>,
+    /// The continue token of the next page, if any.
+    pub next: Option<String>,
+}
+
+/// Lists one page of `api`.
+pub async fn page(
+    api: &Api<DynamicObject>,
+    client: &kube::Client,
+    params: &ListParams,
+    keep: Keep,
+) -> kube::Result<Page> {
+    let request = kube::core::Request::new(api.resource_url())
+        .list(params)
+        .map_err(kube::Error::BuildRequest)?;
+    // Read into one buffer (a page may hold thousands of objects): no second copy as text.
+    let mut body = Vec::new();
+    futures::AsyncReadExt::read_to_end(&mut client.request_stream(request).await?, &mut body)
+        .await
+        .map_err(|e| kube::Error::Service(Box::new(e)))?;
+    parse(&body, keep).map_err(kube::Error::SerdeError)
+}
+
+/// Reads a LIST answer.
+pub fn parse(text: impl AsRef<[u8]>, keep: Keep) -> serde_json::Result<Page> {
+    let mut deserializer = serde_json::Deserializer::from_slice(text.as_ref());
+    let page = PageSeed(keep).deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(page)
+}
+
+struct PageSeed(Keep);
+
+impl<'de> DeserializeSeed<'de> for PageSeed {
+    type Value = Page;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Page, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PageSeed {
+    type Value = Page;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Page, A::Error> {
+        let mut page = Page {
+            items: Vec::new(),
+            next: None,
+        };
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "items" => page.items = map.next_value_seed(ItemsSeed(self.0))?,
+                "metadata" => {
+                    let meta: ListMeta = map.next_value()?;
+                    page.next = meta.continue_.filter(|c| !c.is_empty());
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(page)
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ListMeta {
+    #[serde(rename = "continue", default)]
+    continue_: Option<String>,
+}
+
+struct ItemsSeed(Keep);
+
+impl<'de> DeserializeSeed<'de> for ItemsSeed {
+    type Value = Vec<Listed>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Vec<Listed>, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ItemsSeed {
+    type Value = Vec<Listed>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of objects")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Vec<Listed>, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Vec<Listed>, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Vec<Listed>, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Listed>, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element_seed(ItemSeed(self.0))? {
+            items.push(item);
+        }
+        Ok(items)
+    }
+}
+
+struct ItemSeed(Keep);
+
+impl<'de> DeserializeSeed<'de> for ItemSeed {
+    type Value = Listed;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Listed, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ItemSeed {
+    type Value = Listed;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Listed, A::Error> {
+        let (mut api_version, mut kind) = (None::<String>, None::<String>);
+        let mut metadata = (ObjectMeta::default(), None);
+        let mut data = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "apiVersion" => api_version = Some(map.next_value()?),
+                "kind" => kind = Some(map.next_value()?),
+                "metadata" => metadata = map.next_value_seed(MetaSeed(self.0))?,
+                "status" if !self.0.status => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => {
+                    let value: Value = map.next_value()?;
+                    data.insert(key, value);
+                }
+            }
+        }
+        let types = match (api_version, kind) {
+            (Some(api_version), Some(kind)) => Some(TypeMeta { api_version, kind }),
+            _ => None,
+        };
+        let (metadata, managed_fields) = metadata;
+        Ok(Listed {
+            object: DynamicObject {
+                types,
+                metadata,
+                data: Value::Object(data),
+            },
+            managed_fields,
+        })
+    }
+}
+
+struct MetaSeed(Keep);
+
+impl<'de> DeserializeSeed<'de> for MetaSeed {
+    type Value = (ObjectMeta, Option<Box<RawValue>>);
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaSeed {
+    type Value = (ObjectMeta, Option<Box<RawValue>>);
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("object metadata")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut rest = Map::new();
+        let mut managed_fields = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "managedFields" {
+                if self.0.managed_fields {
+                    managed_fields = Some(map.next_value::<Box<RawValue>>()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            } else {
+                let value: Value = map.next_value()?;
+                rest.insert(key, value);
+            }
+        }
+        let meta = serde_json::from_value(Value::Object(rest)).map_err(de::Error::custom)?;
+        Ok((meta, managed_fields))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ANSWER: &str = r#"{"apiVersion":"v1","kind":"SecretList","metadata":{"resourceVersion":"7","continue":"next-page"},
+        "items":[{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a","namespace":"ns","uid":"u1","labels":{"l":"v"},
+            "managedFields":[{"manager":"kubectl","operation":"Update","fieldsV1":{"f:data":{".":{},"f:k":{}}}}]},
+            "data":{"k":"dg=="},"status":{"phase":"x"}},
+          {"metadata":{"name":"b","uid":"u2"}}]}"#;
+
+    #[test]
+    fn managed_fields_are_skipped_or_kept_as_text_and_status_as_asked() {
+        let lean = parse(ANSWER, Keep::EVALUATE).unwrap();
+        assert_eq!(lean.next.as_deref(), Some("next-page"));
+        assert_eq!(lean.items.len(), 2);
+        let a = &lean.items[0];
+        assert!(a.managed_fields.is_none() && a.object.metadata.managed_fields.is_none());
+        assert_eq!(a.object.metadata.name.as_deref(), Some("a"));
+        assert_eq!(a.object.metadata.labels.as_ref().unwrap()["l"], "v");
+        assert_eq!(a.object.types.as_ref().unwrap().kind, "Secret");
+        assert_eq!(a.object.data["data"]["k"], "dg==");
+        assert_eq!(a.object.data["status"]["phase"], "x");
+        assert!(a.object.data.get("apiVersion").is_none());
+        assert!(lean.items[1].object.types.is_none());
+
+        let kept = parse(
+            ANSWER,
+            Keep {
+                managed_fields: true,
+                status: false,
+            },
+        )
+        .unwrap();
+        let a = &kept.items[0];
+        assert_eq!(
+            a.managed_fields.as_ref().unwrap().get(),
+            r#"[{"manager":"kubectl","operation":"Update","fieldsV1":{"f:data":{".":{},"f:k":{}}}}]"#
+        );
+        assert!(a.object.data.get("status").is_none());
+        assert_eq!(a.object.data["data"]["k"], "dg==");
+    }
+
+    #[test]
+    fn the_same_object_as_kube_reads_it_apart_from_what_is_skipped() {
+        let text = r#"{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Machine","metadata":{"name":"m","namespace":"ns","uid":"u",
+            "ownerReferences":[{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineSet","name":"s","uid":"o","controller":true}],
+            "annotations":{"a":"b"},"finalizers":["f"],"resourceVersion":"3","creationTimestamp":"2026-01-01T00:00:00Z"},
+            "spec":{"clusterName":"c"}}"#;
+        let kube: DynamicObject = serde_json::from_str(text).unwrap();
+        let page = parse(
+            format!(r#"{{"metadata":{{}},"items":[{text}]}}"#),
+            Keep::EVALUATE,
+        )
+        .unwrap();
+        let ours = &page.items[0].object;
+        assert_eq!(ours.types, kube.types);
+        assert_eq!(ours.metadata, kube.metadata);
+        assert_eq!(ours.data, kube.data);
+    }
+
+    #[test]
+    fn an_answer_that_is_not_a_list_is_an_error() {
+        assert!(parse("[]", Keep::EVALUATE).is_err());
+        assert!(parse(r#"{"items":[1]}"#, Keep::EVALUATE).is_err());
+        assert_eq!(
+            parse(r#"{"items":null}"#, Keep::EVALUATE)
+                .unwrap()
+                .items
+                .len(),
+            0
+        );
+    }
+}
