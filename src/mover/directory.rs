@@ -19,7 +19,7 @@ use super::requests::{DEFAULT_CONCURRENCY, Destination};
 use super::run::Source;
 use super::stop::Stop;
 use crate::error::{Error, Result, yaml_problem};
-use crate::snapshot::Keep;
+use crate::snapshot::{Keep, Status};
 
 pub fn file_name(object: &DynamicObject) -> String {
     let kind = object
@@ -197,7 +197,7 @@ pub async fn backup(
     let result = async {
         let whole = |_: &MoveType| Keep {
             managed_fields: true,
-            status: true,
+            status: Status::Whole,
         };
         let (objects, managed_fields) =
             list_objects_keeping(source.cluster, source.types, source.scope, whole).await?;

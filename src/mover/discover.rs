@@ -15,7 +15,9 @@ use crate::error::{Denials, Error, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::model::{ClusterClassView, ClusterView};
 use crate::names::{CLUSTERCTL_LABEL, CORE_GROUP};
-use crate::snapshot::{Keep, ListScope, Listed, PAGE_SIZE, list_keeping, qualified, with_types};
+use crate::snapshot::{
+    Keep, ListScope, Listed, PAGE_SIZE, Status, list_keeping, qualified, with_types,
+};
 
 /// A kind move reads and writes, with the resource to do it at its storage version.
 #[derive(Debug, Clone)]
@@ -128,7 +130,14 @@ pub async fn list_objects(
 ) -> Result<TypedObjects> {
     let planning = |t: &MoveType| Keep {
         managed_fields: false,
-        status: !t.status || crate::model::kinds::status_evaluated(&t.info.group, &t.info.kind),
+        // Where there is no status subresource, status is part of what is created (and dry-run).
+        status: if !t.status {
+            Status::Whole
+        } else if crate::model::kinds::status_evaluated(&t.info.group, &t.info.kind) {
+            Status::Evaluated
+        } else {
+            Status::Skip
+        },
     };
     Ok(list_objects_keeping(cluster, types, scope, planning)
         .await?

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::model::ObjectRef;
-use crate::snapshot::{Keep, ListScope};
+use crate::snapshot::{Keep, ListScope, Status};
 
 use super::create::{Creating, create_groups};
 use super::delete::Skipped;
@@ -120,7 +120,11 @@ pub async fn run(
         // to be replayed.
         let keep = |t: &MoveType| Keep {
             managed_fields: true,
-            status: options.restore_status || !t.status,
+            status: if options.restore_status || !t.status {
+                Status::Whole
+            } else {
+                Status::Skip
+            },
         };
         let fresh = read_when_unblocked(source, types, scope, plan, (timeout, keep)).await?;
         // clusterctl reads each object again before creating it and stops when one is gone; so

@@ -12,7 +12,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use crate::error::{Denials, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::model::cluster_name_of;
-pub use listed::{Keep, Listed};
+pub use listed::{Keep, Listed, Status};
 
 /// Page size of every LIST: large, so that the number of requests stays flat as installations
 /// grow (a real API server serves pages of thousands of objects comfortably).
