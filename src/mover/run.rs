@@ -174,6 +174,8 @@ pub async fn run(
         Some(&mut *journal),
     )
     .await?;
+    // Deleting needs only the journal.
+    drop(fresh);
     options.stop.check()?;
     phases.create = lap_seconds();
     journal.stage(Stage::Deleting).await?;
