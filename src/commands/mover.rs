@@ -1246,9 +1246,11 @@ fn resume_command() -> String {
     words.join(" ")
 }
 
-/// The moved Clusters as the source has them now, for verifying the move later.
+/// The moved Clusters as the source has them now, and what the move takes for each (its
+/// hierarchy in the plan), for verifying the move later.
 fn moved_clusters(planned: &Planned) -> Vec<crate::verify::MovedCluster> {
     let source = crate::mover::graph::snapshot_of(&planned.objects);
+    let plan = &planned.plan;
     planned
         .clusters
         .iter()
@@ -1258,7 +1260,22 @@ fn moved_clusters(planned: &Planned) -> Vec<crate::verify::MovedCluster> {
                 .iter()
                 .find(|o| crate::model::ObjectRef::of(o) == *reference)
         })
-        .map(|o| crate::verify::MovedCluster::record(&crate::model::ClusterView::read(o), &source))
+        .map(|o| {
+            let uid = o.metadata.uid.as_deref().unwrap_or_default();
+            let taken = plan
+                .groups
+                .iter()
+                .flatten()
+                .map(|moved| plan.node(moved))
+                .filter(|node| node.tenants.contains(uid))
+                .map(|node| crate::verify::Taken {
+                    reference: &node.reference,
+                    uid: &node.uid,
+                    kept_in_source: plan.kept_in_source.contains(&node.uid),
+                });
+            crate::verify::MovedCluster::record(&crate::model::ClusterView::read(o), &source)
+                .taking(taken)
+        })
         .collect()
 }
 

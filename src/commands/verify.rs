@@ -33,22 +33,35 @@ pub struct Verified {
     pub status: ExitStatus,
 }
 
-/// Where the moved Clusters are: their one namespace, or every namespace.
-fn scope_of(moved: &[MovedCluster]) -> ListScope {
-    let namespaces: BTreeSet<&str> = moved.iter().map(|m| m.cluster.namespace.as_str()).collect();
+/// The one namespace of `namespaces`, or every namespace.
+fn scope_over<'a>(namespaces: impl IntoIterator<Item = &'a str>) -> ListScope {
+    let namespaces: BTreeSet<&str> = namespaces.into_iter().collect();
     match namespaces.into_iter().collect::<Vec<_>>().as_slice() {
         [namespace] => ListScope::Namespace(namespace.to_string()),
         _ => ListScope::AllNamespaces,
     }
 }
 
-/// The source's Clusters and Machines in the moved Clusters' scope: read once, since nothing
-/// should bring back what the move deleted there.
-async fn source_snapshot(source: &Cluster, scope: &ListScope) -> Result<Snapshot> {
+/// Where the moved Clusters are.
+fn scope_of(moved: &[MovedCluster]) -> ListScope {
+    scope_over(moved.iter().map(|m| m.cluster.namespace.as_str()))
+}
+
+/// What the move should have deleted from the source, of every kind it deleted there (the
+/// Clusters and Machines for records without UIDs): read once, since nothing should bring it
+/// back.
+async fn source_snapshot(source: &Cluster, moved: &[MovedCluster]) -> Result<Snapshot> {
     let catalog = Catalog::discover(source).await?;
+    let mut kinds: BTreeSet<_> = [key(CORE_GROUP, "Cluster"), key(CORE_GROUP, "Machine")].into();
+    kinds.extend(
+        moved
+            .iter()
+            .flat_map(MovedCluster::deleted_kinds)
+            .map(|(group, kind)| key(group, kind)),
+    );
     let fetch = Fetch {
-        scope: scope.clone(),
-        kinds: vec![key(CORE_GROUP, "Cluster"), key(CORE_GROUP, "Machine")],
+        scope: scope_over(moved.iter().flat_map(MovedCluster::namespaces)),
+        kinds: kinds.into_iter().collect(),
         cluster_selector: None,
         page_size: PAGE_SIZE,
     };
@@ -65,7 +78,7 @@ pub async fn verify(
 ) -> Result<Verified> {
     let scope = scope_of(moved);
     let source = match &ends.source {
-        Some(source) => Some(source_snapshot(source, &scope).await?),
+        Some(source) => Some(source_snapshot(source, moved).await?),
         None => None,
     };
     let catalog = Catalog::discover(&ends.target).await?;

@@ -32,6 +32,32 @@ pub struct MovedCluster {
     /// pending at the move (frozen by `kubectl capi pause`), which the target may finish.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scaling_to: BTreeMap<String, i64>,
+    /// What the move deleted from the source for this Cluster (its source UIDs, by kind and
+    /// namespace: what a verification lists there). Empty in records of older versions, which
+    /// are checked by the Cluster's and its Machines' names instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<DeletedObjects>,
+    /// Objects of this Cluster copied to the target and kept in the source, shared with what
+    /// stays there (`Kind namespace/name`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_in_source: Vec<String>,
+}
+
+/// Objects of one kind in one namespace that a move deleted from the source, by source UID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletedObjects {
+    pub group: String,
+    pub kind: String,
+    pub namespace: String,
+    pub uids: Vec<String>,
+}
+
+/// One object a move took for a Cluster, as its plan has it.
+pub struct Taken<'a> {
+    pub reference: &'a ObjectRef,
+    pub uid: &'a str,
+    /// Copied and kept in the source rather than deleted there.
+    pub kept_in_source: bool,
 }
 
 impl MovedCluster {
@@ -90,7 +116,66 @@ impl MovedCluster {
                 .filter(|s| s.desired.is_some() && s.desired != s.replicas)
                 .filter_map(|s| Some((kind_name(&s.reference.kind, &s.reference.name), s.desired?)))
                 .collect(),
+            deleted: Vec::new(),
+            kept_in_source: Vec::new(),
         }
+    }
+
+    /// Adds what the move takes for this Cluster: deleted from the source, or kept there.
+    pub fn taking<'a>(mut self, objects: impl IntoIterator<Item = Taken<'a>>) -> MovedCluster {
+        let mut deleted: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+        for taken in objects {
+            let reference = taken.reference;
+            if taken.kept_in_source {
+                self.kept_in_source.push(format!(
+                    "{} {}",
+                    reference.kind,
+                    namespaced_name(&reference.namespace, &reference.name)
+                ));
+            } else {
+                deleted
+                    .entry((
+                        reference.group().to_string(),
+                        reference.kind.clone(),
+                        reference.namespace.clone(),
+                    ))
+                    .or_default()
+                    .push(taken.uid.to_string());
+            }
+        }
+        self.kept_in_source.sort();
+        self.deleted = deleted
+            .into_iter()
+            .map(|((group, kind, namespace), uids)| DeletedObjects {
+                group,
+                kind,
+                namespace,
+                uids,
+            })
+            .collect();
+        self
+    }
+
+    /// The namespaces the move deleted from for this Cluster, its own included.
+    pub fn namespaces(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.cluster.namespace.as_str())
+            .chain(self.deleted.iter().map(|d| d.namespace.as_str()))
+    }
+
+    /// The kinds the move deleted from the source for this Cluster: `(group, kind)`.
+    pub fn deleted_kinds(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.deleted
+            .iter()
+            .map(|d| (d.group.as_str(), d.kind.as_str()))
+    }
+}
+
+/// `namespace/name`, or `name` for a cluster-scoped object.
+fn namespaced_name(namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        name.to_string()
+    } else {
+        format!("{namespace}/{name}")
     }
 }
 
@@ -212,6 +297,9 @@ pub struct ClusterVerification {
     pub pending: Vec<String>,
     /// The one-line account: what was adopted, or how many checks failed and are pending.
     pub summary: String,
+    /// Shared objects copied to the target and kept in the source, as the move meant.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept_in_source: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -246,6 +334,12 @@ impl VerificationReport {
             }
             for pending in &cluster.pending {
                 out.push_str(&format!("  pending: {pending}\n"));
+            }
+            if !cluster.kept_in_source.is_empty() {
+                out.push_str(&format!(
+                    "  copied and kept in the source (shared with what stays there): {}\n",
+                    cluster.kept_in_source.join(", ")
+                ));
             }
         }
         out
@@ -398,19 +492,35 @@ fn verify_cluster(
     let left_in_source: Vec<String> = source
         .into_iter()
         .flat_map(|source| {
-            find_cluster(source)
-                .map(|_| format!("Cluster {namespace}/{name}"))
-                .into_iter()
-                .chain(
-                    source
-                        .of_cluster(CORE_GROUP, "Machine", namespace, name)
-                        .map(|o| {
-                            format!(
-                                "Machine {namespace}/{}",
-                                o.metadata.name.clone().unwrap_or_default()
-                            )
-                        }),
-                )
+            let by_uid = moved.deleted.iter().flat_map(|d| {
+                d.uids.iter().filter_map(|uid| source.by_uid(uid)).map(|o| {
+                    format!(
+                        "{} {}",
+                        d.kind,
+                        namespaced_name(&d.namespace, o.metadata.name.as_deref().unwrap_or(""))
+                    )
+                })
+            });
+            // A record of an older version has no UIDs: its Cluster and Machines, by name.
+            let by_name = moved.deleted.is_empty().then(|| {
+                find_cluster(source)
+                    .map(|_| format!("Cluster {namespace}/{name}"))
+                    .into_iter()
+                    .chain(
+                        source
+                            .of_cluster(CORE_GROUP, "Machine", namespace, name)
+                            .map(|o| {
+                                format!(
+                                    "Machine {namespace}/{}",
+                                    o.metadata.name.clone().unwrap_or_default()
+                                )
+                            }),
+                    )
+                    .collect::<Vec<_>>()
+            });
+            by_uid
+                .chain(by_name.into_iter().flatten())
+                .collect::<Vec<_>>()
         })
         .collect();
     if !left_in_source.is_empty() {
@@ -446,6 +556,7 @@ fn verify_cluster(
         verified,
         failed,
         pending,
+        kept_in_source: moved.kept_in_source.clone(),
     }
 }
 
@@ -797,6 +908,86 @@ mod tests {
             [
                 "still in the source: Cluster ns/prod, Machine ns/prod-md-0-x — run the move again with --resume to finish deleting"
             ]
+        );
+    }
+
+    #[test]
+    fn what_the_move_deleted_is_found_by_uid_and_what_it_kept_is_listed() {
+        let refer = |api_version: &str, kind: &str, name: &str| ObjectRef {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: "ns".into(),
+            name: name.into(),
+        };
+        let taken = [
+            (refer(CORE, "Cluster", "prod"), "c", false),
+            (refer("v1", "Secret", "prod-kubeconfig"), "s", false),
+            (refer("v1", "Secret", "prod-ca"), "s2", false),
+            (refer(CORE, "ClusterClass", "quick-start"), "cc", true),
+        ];
+        let moved = recorded()
+            .remove(0)
+            .taking(taken.iter().map(|(reference, uid, kept)| Taken {
+                reference,
+                uid,
+                kept_in_source: *kept,
+            }));
+        let of = |group: &str, kind: &str, uids: &[&str]| DeletedObjects {
+            group: group.into(),
+            kind: kind.into(),
+            namespace: "ns".into(),
+            uids: uids.iter().map(|u| u.to_string()).collect(),
+        };
+        assert_eq!(
+            moved.deleted,
+            [
+                of("", "Secret", &["s", "s2"]),
+                of(CORE_GROUP, "Cluster", &["c"])
+            ]
+        );
+        assert_eq!(moved.kept_in_source, ["ClusterClass ns/quick-start"]);
+
+        let secret = |name: &str, uid: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "ns", "uid": uid}});
+        let source = [
+            // The moved Secret, still there.
+            secret("prod-kubeconfig", "s"),
+            // Another Secret of a moved Secret's name, made after the move: not the moved one.
+            secret("prod-ca", "made-later"),
+            json!({"apiVersion": CORE, "kind": "ClusterClass", "metadata": {"name": "quick-start", "namespace": "ns", "uid": "cc"}}),
+        ];
+        let report = evaluate(
+            std::slice::from_ref(&moved),
+            &snapshot(&healthy()),
+            Some(&snapshot(&source)),
+            "",
+        );
+        let result = &report.clusters[0];
+        assert_eq!(
+            result.failed,
+            [
+                "still in the source: Secret ns/prod-kubeconfig — run the move again with --resume to finish deleting"
+            ]
+        );
+        assert_eq!(result.kept_in_source, ["ClusterClass ns/quick-start"]);
+        assert!(
+            report.text().contains(
+                "  copied and kept in the source (shared with what stays there): ClusterClass ns/quick-start\n"
+            ),
+            "{}",
+            report.text()
+        );
+
+        // Gone from the source: verified, and the shared object still listed.
+        let report = evaluate(
+            std::slice::from_ref(&moved),
+            &snapshot(&healthy()),
+            Some(&snapshot(&source[1..])),
+            "",
+        );
+        assert!(report.verified(), "{}", report.text());
+        assert_eq!(
+            report.clusters[0].kept_in_source,
+            ["ClusterClass ns/quick-start"]
         );
     }
 }

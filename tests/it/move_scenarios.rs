@@ -314,6 +314,44 @@ impl World {
                 "{moved}: in the source afterwards exactly when copied but kept"
             );
         }
+
+        // Each moved Cluster's verification record names what the move deleted for it (by
+        // source UID) and what it copied but kept, as the plan said.
+        let loaded_by_uid: BTreeMap<&str, String> = self
+            .loaded
+            .iter()
+            .map(|(k, o)| (o["metadata"]["uid"].as_str().unwrap(), k.clone()))
+            .collect();
+        for k in groups
+            .iter()
+            .flatten()
+            .filter(|k| k.starts_with("Cluster "))
+        {
+            let (namespace, name) = k["Cluster ".len()..].split_once('/').unwrap();
+            let record = &in_target[&format!("ConfigMap {namespace}/kubectl-capi-moved-{name}")];
+            let record: Value =
+                serde_json::from_str(record["data"]["moved.json"].as_str().unwrap()).unwrap();
+            let deleted: BTreeSet<&String> = record["deleted"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|d| d["uids"].as_array().unwrap())
+                .map(|uid| &loaded_by_uid[uid.as_str().unwrap()])
+                .collect();
+            assert!(deleted.contains(k), "{k}'s record lists it: {deleted:?}");
+            for d in &deleted {
+                assert!(
+                    groups.iter().flatten().any(|g| g == *d) && !kept.contains(*d),
+                    "{k}'s record: {d} was moved and not kept"
+                );
+            }
+            for c in record["keptInSource"].as_array().into_iter().flatten() {
+                assert!(
+                    kept.contains(c.as_str().unwrap()),
+                    "{k}'s record: {c} was kept"
+                );
+            }
+        }
     }
 }
 
@@ -684,6 +722,17 @@ async fn two_clusters_with_a_shared_object_moved_one_at_a_time() {
         BTreeSet::from(["DockerMachineTemplate ns1/shared".to_string()])
     );
     w.move_and_check(&["foo", "-n", "ns1"]).await;
+    // foo's verification record says so.
+    let record = w
+        .target
+        .object("", "configmaps", "ns1", "kubectl-capi-moved-foo")
+        .unwrap();
+    let record: Value =
+        serde_json::from_str(record["data"]["moved.json"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        record["keptInSource"],
+        json!(["DockerMachineTemplate ns1/shared"])
+    );
     assert!(
         w.source
             .object("cluster.x-k8s.io", "clusters", "ns1", "bar")
