@@ -183,6 +183,10 @@ fn namespaced_name(namespace: &str, name: &str) -> String {
 pub const RECORD_LABEL: &str = "kubectl-capi.dev/moved-cluster";
 /// The record's key in the ConfigMap's data.
 const RECORD_KEY: &str = "moved.json";
+/// The most a record's JSON may weigh in its ConfigMap: a server refuses ConfigMap data over
+/// 1 MiB. Past this (a Cluster of a few thousand Machines) the record leaves out the UIDs of what
+/// the move deleted, and the source is checked by the Cluster's and its Machines' names.
+const RECORD_LIMIT: usize = 768 * 1024;
 
 impl MovedCluster {
     /// The name of the ConfigMap that keeps this record next to the Cluster in the target.
@@ -194,6 +198,14 @@ impl MovedCluster {
     /// goes when the Cluster goes and moves along with it, as clusterctl moves what a Cluster
     /// owns. Names and IDs only.
     pub fn to_configmap(&self, cluster_uid: &str, moved_at: &str) -> serde_json::Value {
+        let mut text = serde_json::to_string(self).unwrap_or_default();
+        if text.len() > RECORD_LIMIT {
+            let lighter = MovedCluster {
+                deleted: Vec::new(),
+                ..self.clone()
+            };
+            text = serde_json::to_string(&lighter).unwrap_or_default();
+        }
         serde_json::json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -209,7 +221,7 @@ impl MovedCluster {
                     "uid": cluster_uid,
                 }],
             },
-            "data": {RECORD_KEY: serde_json::to_string(self).unwrap_or_default()},
+            "data": {RECORD_KEY: text},
         })
     }
 
@@ -989,5 +1001,40 @@ mod tests {
             report.clusters[0].kept_in_source,
             ["ClusterClass ns/quick-start"]
         );
+    }
+
+    #[test]
+    fn a_record_too_heavy_for_a_configmap_leaves_out_the_deleted_uids() {
+        let refer = ObjectRef {
+            api_version: "v1".into(),
+            kind: "Secret".into(),
+            namespace: "ns".into(),
+            name: "s".into(),
+        };
+        let uids: Vec<String> = (0..40_000).map(|n| format!("uid-{n:032}")).collect();
+        let heavy = recorded().remove(0).taking(uids.iter().map(|uid| Taken {
+            reference: &refer,
+            uid,
+            kept_in_source: false,
+        }));
+        let read_back = |moved: &MovedCluster| {
+            let configmap: DynamicObject =
+                serde_json::from_value(moved.to_configmap("c", "now")).unwrap();
+            let text = configmap.data["data"][RECORD_KEY].as_str().unwrap().len();
+            (MovedCluster::from_configmap(&configmap).unwrap(), text)
+        };
+        let (back, size) = read_back(&heavy);
+        assert!(size <= RECORD_LIMIT, "{size}");
+        assert!(back.deleted.is_empty());
+        assert_eq!(back.machines, heavy.machines);
+
+        let light = recorded()
+            .remove(0)
+            .taking(uids[..10].iter().map(|uid| Taken {
+                reference: &refer,
+                uid,
+                kept_in_source: false,
+            }));
+        assert_eq!(read_back(&light).0, light);
     }
 }
