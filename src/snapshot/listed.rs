@@ -39,6 +39,14 @@ impl Keep {
     };
 }
 
+/// Trims an object read whole (a watch's) to what [`Keep::EVALUATE`] keeps of a listed one.
+pub fn for_evaluation(object: &mut DynamicObject) {
+    object.metadata.managed_fields = None;
+    if let Some(status) = object.data.get_mut("status").and_then(Value::as_object_mut) {
+        status.remove("deprecated");
+    }
+}
+
 /// One listed object, and its managedFields as the server wrote them (when kept).
 pub struct Listed {
     pub object: DynamicObject,
@@ -348,9 +356,14 @@ mod tests {
     fn the_same_object_as_kube_reads_it_apart_from_what_is_skipped() {
         let text = r#"{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Machine","metadata":{"name":"m","namespace":"ns","uid":"u",
             "ownerReferences":[{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineSet","name":"s","uid":"o","controller":true}],
-            "annotations":{"a":"b"},"finalizers":["f"],"resourceVersion":"3","creationTimestamp":"2026-01-01T00:00:00Z"},
-            "spec":{"clusterName":"c"}}"#;
-        let kube: DynamicObject = serde_json::from_str(text).unwrap();
+            "annotations":{"a":"b"},"finalizers":["f"],"resourceVersion":"3","creationTimestamp":"2026-01-01T00:00:00Z",
+            "managedFields":[{"manager":"capi-controller","operation":"Update","subresource":"status","fieldsV1":{"f:status":{}}}]},
+            "spec":{"clusterName":"c"},
+            "status":{"phase":"Running","deprecated":{"v1beta1":{"conditions":[{"type":"Ready","status":"True"}]}}}}"#;
+        // A watch reads objects whole, then trims them as a LIST for evaluation reads them.
+        let mut kube: DynamicObject = serde_json::from_str(text).unwrap();
+        assert!(kube.metadata.managed_fields.is_some());
+        for_evaluation(&mut kube);
         let page = parse(
             format!(r#"{{"metadata":{{}},"items":[{text}]}}"#),
             Keep::EVALUATE,

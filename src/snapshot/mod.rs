@@ -12,7 +12,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use crate::error::{Denials, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::model::cluster_name_of;
-pub use listed::{Keep, Listed, Status};
+pub use listed::{Keep, Listed, Status, for_evaluation};
 
 /// Page size of every LIST: large, so that the number of requests stays flat as installations
 /// grow (a real API server serves pages of thousands of objects comfortably).
@@ -101,13 +101,18 @@ pub fn list_api(
 
 /// Items of a list may come without apiVersion/kind; the model needs them.
 pub fn with_types(mut object: DynamicObject, resource: &kube::core::ApiResource) -> DynamicObject {
+    set_types(&mut object, resource);
+    object
+}
+
+/// [`with_types`] in place.
+pub fn set_types(object: &mut DynamicObject, resource: &kube::core::ApiResource) {
     if object.types.is_none() {
         object.types = Some(kube::core::TypeMeta {
             api_version: resource.api_version.clone(),
             kind: resource.kind.clone(),
         });
     }
-    object
 }
 
 #[derive(Debug, Clone, Default)]

@@ -11,7 +11,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
 
-use super::{Fetch, KindKey, Snapshot, list_api, with_types};
+use super::{Fetch, KindKey, Snapshot, list_api, set_types};
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::output::Printer;
@@ -54,9 +54,14 @@ pub async fn until<T>(
         let resource = info.resource.clone();
         // Without a backoff a watcher retries errors at once, and a stream that never waits
         // starves the runtime (its timers included).
-        let events = watcher(api, config)
-            .default_backoff()
-            .map_ok(move |e| e.modify(|o| *o = with_types(o.clone(), &resource)));
+        let events = watcher(api, config).default_backoff().map_ok(move |e| {
+            e.modify(|o| {
+                // Stores hold what every evaluation reads, as a LIST for evaluation does:
+                // a real server's managedFields would weigh more than the rest.
+                super::for_evaluation(o);
+                set_types(o, &resource);
+            })
+        });
         let stream = reflector::reflector(writer, events);
         let tx = tick_tx.clone();
         let lost_tx = lost_tx.clone();
