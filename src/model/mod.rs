@@ -73,6 +73,15 @@ impl ObjectRef {
         format!("{}, Kind={}", self.api_version, self.kind)
     }
 
+    /// `Kind namespace/name`, or `Kind name` for a cluster-scoped object: how messages name it.
+    pub fn kind_and_place(&self) -> String {
+        if self.namespace.is_empty() {
+            format!("{} {}", self.kind, self.name)
+        } else {
+            format!("{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+
     /// kubectl's `kind.group/name`.
     pub fn kubectl_name(&self) -> String {
         let group = self.group();

@@ -1,6 +1,7 @@
 //! Creating a move's objects in the target, each once its owners exist there: the body (owners rebuilt with the
 //! target's UIDs), what to do with an object already there, managedFields and status restored.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -132,14 +133,9 @@ pub(super) async fn overwrite(
 
 /// The refusal for an object that is in the target but not because of this move.
 pub fn already_exists(reference: &ObjectRef) -> String {
-    let place = if reference.namespace.is_empty() {
-        reference.name.clone()
-    } else {
-        format!("{}/{}", reference.namespace, reference.name)
-    };
     format!(
-        "{} {place} already exists in the target and was not created by this move; delete it there or pass --overwrite-existing",
-        reference.kind
+        "{} already exists in the target and was not created by this move; delete it there or pass --overwrite-existing",
+        reference.kind_and_place()
     )
 }
 
@@ -150,7 +146,7 @@ pub(super) async fn create_one(
     t: &MoveType,
     when_existing: WhenExisting,
     body: Value,
-    managed: Option<Box<RawValue>>,
+    managed: Option<&RawValue>,
     reference: &ObjectRef,
 ) -> Result<(String, bool)> {
     let name = &reference.name;
@@ -198,7 +194,7 @@ pub(super) async fn create_one(
     if let Some(managed) = managed {
         let patch = ManagedFieldsPatch {
             metadata: ManagedFieldsOnly {
-                managed_fields: &managed,
+                managed_fields: managed,
             },
         };
         writes
@@ -386,7 +382,8 @@ struct Job<'a> {
     reference: &'a ObjectRef,
     t: &'a MoveType,
     body: Value,
-    managed: Option<Box<RawValue>>,
+    /// The source's managedFields as text: borrowed from the re-read, or made from a body's own.
+    managed: Option<Cow<'a, RawValue>>,
     status: Option<Value>,
     namespace: String,
     when_existing: WhenExisting,
@@ -396,7 +393,7 @@ struct Job<'a> {
 fn job<'a>(
     plan: &'a MovePlan,
     types: &'a [MoveType],
-    objects: &Fresh,
+    objects: &'a Fresh,
     how: &Creating,
     journal: Option<&JournalFile>,
     created: &Created,
@@ -432,8 +429,10 @@ fn job<'a>(
     let (body, inline) = target_body(plan, &object, &created.uids);
     // Listed objects' managedFields were kept apart; a backup's or a whole read's are inline.
     let managed = match objects.managed_fields.get(uid) {
-        Some(raw) => Some(raw.clone()),
-        None => inline.and_then(|m| serde_json::value::to_raw_value(&m).ok()),
+        Some(raw) => Some(Cow::Borrowed(&**raw)),
+        None => inline
+            .and_then(|m| serde_json::value::to_raw_value(&m).ok())
+            .map(Cow::Owned),
     };
     let status = object
         .data
@@ -468,7 +467,7 @@ async fn send_job<'a>(
         job.t,
         job.when_existing,
         job.body,
-        job.managed,
+        job.managed.as_deref(),
         job.reference,
     )
     .await?;

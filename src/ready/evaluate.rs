@@ -152,10 +152,6 @@ fn scaler_kind(object: &DynamicObject) -> Option<ScalerKind> {
     kinds::scaler(group, &types.kind)
 }
 
-fn name_of(r: &ObjectRef) -> String {
-    format!("{} {}/{}", r.kind, r.namespace, r.name)
-}
-
 /// Frozen = carries the paused annotation and acknowledged it (or reports no Paused condition).
 pub fn frozen_state(object: &DynamicObject, paused_condition: Option<bool>) -> Option<Frozen> {
     if !names::is_paused_annotation(object) {
@@ -458,7 +454,7 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
                 &machine.reference,
                 format!(
                     "{} is being deleted; a move would recreate it in the target — wait until it is gone with {}",
-                    name_of(&machine.reference),
+                    machine.reference.kind_and_place(),
                     checks.next.wait()
                 ),
             );
@@ -474,7 +470,7 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
                     &machine.reference,
                     format!(
                         "{} reports {condition}=False{}",
-                        name_of(&machine.reference),
+                        machine.reference.kind_and_place(),
                         if options.strict {
                             "; repair the node, or check without --strict to let it only warn"
                         } else {
@@ -561,7 +557,7 @@ fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Chec
                 &view.reference,
                 format!(
                     "{} is managed by an autoscaler; its replicas may change during or after the move",
-                    name_of(&view.reference)
+                    view.reference.kind_and_place()
                 ),
             );
         }
@@ -578,12 +574,12 @@ fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Chec
             let what = if unprovisioned_pool {
                 format!(
                     "{} is not yet provisioned (its status reports no replicas; it wants {desired})",
-                    name_of(&view.reference)
+                    view.reference.kind_and_place()
                 )
             } else {
                 format!(
                     "{} is scaling {direction} ({actual} of {desired} {unit})",
-                    name_of(&view.reference)
+                    view.reference.kind_and_place()
                 )
             };
             match &state {
@@ -641,7 +637,7 @@ fn remediation(
                 &mhc.reference,
                 format!(
                     "{} holds {} Machine(s) unhealthy and remediation may delete and recreate Machines; wait for it to finish or freeze it with {}",
-                    name_of(&mhc.reference),
+                    mhc.reference.kind_and_place(),
                     mhc.unhealthy().max(marked.len() as i64),
                     checks.next.pause()
                 ),
@@ -750,7 +746,7 @@ fn annotations_and_owners(scope: &ClusterScope<'_>, snapshot: &Snapshot, checks:
                 &reference,
                 format!(
                     "{} carries {BLOCK_MOVE_ANNOTATION}; its provider removes it once it sees the Cluster paused, which move does and then waits for",
-                    name_of(&reference)
+                    reference.kind_and_place()
                 ),
             );
         }
@@ -770,7 +766,7 @@ fn annotations_and_owners(scope: &ClusterScope<'_>, snapshot: &Snapshot, checks:
                     &reference,
                     format!(
                         "{} names a missing owner {} {} (uid {}); clusterctl move fails on it (\"an empty namespace may not be set\") — remove the reference or restore the owner",
-                        name_of(&reference),
+                        reference.kind_and_place(),
                         owner.kind,
                         owner.name,
                         owner.uid

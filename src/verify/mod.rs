@@ -127,11 +127,7 @@ impl MovedCluster {
         for taken in objects {
             let reference = taken.reference;
             if taken.kept_in_source {
-                self.kept_in_source.push(format!(
-                    "{} {}",
-                    reference.kind,
-                    namespaced_name(&reference.namespace, &reference.name)
-                ));
+                self.kept_in_source.push(reference.kind_and_place());
             } else {
                 deleted
                     .entry((
@@ -167,15 +163,6 @@ impl MovedCluster {
         self.deleted
             .iter()
             .map(|d| (d.group.as_str(), d.kind.as_str()))
-    }
-}
-
-/// `namespace/name`, or `name` for a cluster-scoped object.
-fn namespaced_name(namespace: &str, name: &str) -> String {
-    if namespace.is_empty() {
-        name.to_string()
-    } else {
-        format!("{namespace}/{name}")
     }
 }
 
@@ -394,10 +381,11 @@ fn verify_cluster(
         "pause the Cluster (kubectl capi pause {name} -n {namespace}{flags}) and check the provider's version and credentials in the target"
     );
 
+    let cluster_in_target = find_cluster(target);
     let mut healthy_as = "Available";
-    match find_cluster(target) {
+    match &cluster_in_target {
         None => failed.push(format!("Cluster {namespace}/{name} is not in the target")),
-        Some(cluster) => match health(&cluster) {
+        Some(cluster) => match health(cluster) {
             Ok(condition) => healthy_as = condition,
             Err(reason) => pending.push(format!(
                 "Cluster {namespace}/{name} is not healthy yet: {reason}"
@@ -478,7 +466,7 @@ fn verify_cluster(
         first.push_str(&format!(" — {pause_hint}"));
     }
 
-    let in_target = find_cluster(target).map(|o| ClusterView::read(&o));
+    let in_target = cluster_in_target.map(|o| ClusterView::read(&o));
     let control_plane = in_target.as_ref().and_then(control_plane_name);
     let replicas_now: BTreeMap<String, Option<i64>> =
         scalers(target, &moved.cluster, control_plane)
@@ -501,40 +489,7 @@ fn verify_cluster(
         }
     }
 
-    let left_in_source: Vec<String> = source
-        .into_iter()
-        .flat_map(|source| {
-            let by_uid = moved.deleted.iter().flat_map(|d| {
-                d.uids.iter().filter_map(|uid| source.by_uid(uid)).map(|o| {
-                    format!(
-                        "{} {}",
-                        d.kind,
-                        namespaced_name(&d.namespace, o.metadata.name.as_deref().unwrap_or(""))
-                    )
-                })
-            });
-            // A record of an older version has no UIDs: its Cluster and Machines, by name.
-            let by_name = moved.deleted.is_empty().then(|| {
-                find_cluster(source)
-                    .map(|_| format!("Cluster {namespace}/{name}"))
-                    .into_iter()
-                    .chain(
-                        source
-                            .of_cluster(CORE_GROUP, "Machine", namespace, name)
-                            .map(|o| {
-                                format!(
-                                    "Machine {namespace}/{}",
-                                    o.metadata.name.clone().unwrap_or_default()
-                                )
-                            }),
-                    )
-                    .collect::<Vec<_>>()
-            });
-            by_uid
-                .chain(by_name.into_iter().flatten())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let left_in_source = source.map_or_else(Vec::new, |source| left_in(source, moved));
     if !left_in_source.is_empty() {
         failed.push(format!(
             "still in the source: {} — run the move again with --resume to finish deleting",
@@ -570,6 +525,27 @@ fn verify_cluster(
         pending,
         kept_in_source: moved.kept_in_source.clone(),
     }
+}
+
+/// What of `moved` is still in `source`: what the move deleted there, by UID (so an object made
+/// later under the same name is not it); for a record of an older version, which has no UIDs, its
+/// Cluster and Machines by name.
+fn left_in(source: &Snapshot, moved: &MovedCluster) -> Vec<String> {
+    if moved.deleted.is_empty() {
+        let (namespace, name) = (&moved.cluster.namespace, &moved.cluster.name);
+        return named(source.of_kind(CORE_GROUP, "Cluster"), namespace, name)
+            .into_iter()
+            .chain(source.of_cluster(CORE_GROUP, "Machine", namespace, name))
+            .map(|o| ObjectRef::of(o).kind_and_place())
+            .collect();
+    }
+    moved
+        .deleted
+        .iter()
+        .flat_map(|d| &d.uids)
+        .filter_map(|uid| source.by_uid(uid))
+        .map(|o| ObjectRef::of(o).kind_and_place())
+        .collect()
 }
 
 fn shown(id: &str) -> &str {

@@ -115,6 +115,25 @@ pub async fn run_plugin(kubeconfig: Option<&Path>, args: &[&str]) -> Output {
     }
 }
 
+/// Sends Ctrl-C (SIGINT) to a spawned plugin and waits for it to exit, at most 10 s.
+pub async fn interrupt(child: tokio::process::Child) -> Output {
+    let pid = child.id().expect("the plugin is running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .expect("exits promptly")
+        .unwrap();
+    Output {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 pub fn capi_provider(name: &str, type_: &str, version: &str, namespace: &str) -> serde_json::Value {
     serde_json::json!({
         "apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Provider",

@@ -1362,15 +1362,9 @@ async fn ctrl_c_stops_at_a_safe_point_and_says_how_to_resume() {
     while w.plugin_writes().len() - before < 6 {
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
-    let pid = child.id().unwrap().to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let out = child.wait_with_output().await.unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let out = crate::common::interrupt(child).await;
+    let stderr = &out.stderr;
+    assert_eq!(out.code, 130, "{stderr}");
     assert!(
         stderr.contains(
             "continue with: kubectl capi move --context source --to-context target -n ns1 --resume"

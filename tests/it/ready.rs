@@ -484,24 +484,10 @@ async fn ctrl_c_interrupts_wait_with_exit_code_130() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id().unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
-        .await
-        .expect("exits promptly")
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(String::from_utf8_lossy(&output.stderr).contains("interrupted"));
+    let output = crate::common::interrupt(child).await;
+    assert_eq!(output.code, 130, "{}", output.stderr);
+    assert!(output.stderr.contains("interrupted"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -343,15 +343,9 @@ async fn an_interrupted_verification_says_how_to_verify_later_and_that_works_whe
         assert!(tokio::time::Instant::now() < deadline, "never watched");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    let pid = child.id().unwrap().to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let out = child.wait_with_output().await.unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let out = crate::common::interrupt(child).await;
+    let stderr = &out.stderr;
+    assert_eq!(out.code, 130, "{stderr}");
     let hint = stderr
         .lines()
         .find(|l| l.contains("the move finished, its verification did not"))
