@@ -23,6 +23,17 @@ pub struct Output {
     pub stderr: String,
 }
 
+impl From<std::process::Output> for Output {
+    /// A process killed by a signal has no code: -1.
+    fn from(output: std::process::Output) -> Output {
+        Output {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
 impl Sandbox {
     pub async fn start(dialect: Dialect) -> Sandbox {
         Self::start_with(dialect, ServerOptions::default()).await
@@ -108,11 +119,7 @@ pub async fn run_plugin(kubeconfig: Option<&Path>, args: &[&str]) -> Output {
         }
     };
 
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    output.into()
 }
 
 /// Sends Ctrl-C (SIGINT) to a spawned plugin and waits for it to exit, at most 10 s.
@@ -127,11 +134,7 @@ pub async fn interrupt(child: tokio::process::Child) -> Output {
         .await
         .expect("exits promptly")
         .unwrap();
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    output.into()
 }
 
 pub fn capi_provider(name: &str, type_: &str, version: &str, namespace: &str) -> serde_json::Value {

@@ -117,11 +117,7 @@ impl World {
 
     pub async fn plugin(&self, args: &[&str]) -> crate::common::Output {
         let output = self.command(args).output().await.unwrap();
-        crate::common::Output {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        output.into()
     }
 
     /// The plugin against this world, with journals in this world's own state directory.
@@ -138,11 +134,7 @@ impl World {
             crate::common::pasted_command(Some(&self.dir.path().join("kubeconfig")), hint);
         command.env("XDG_STATE_HOME", self.state_dir());
         let output = command.output().await.unwrap();
-        crate::common::Output {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        output.into()
     }
 
     pub fn state_dir(&self) -> std::path::PathBuf {

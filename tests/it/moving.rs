@@ -60,11 +60,7 @@ impl Pair {
             .output()
             .await
             .unwrap();
-        Output {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        output.into()
     }
 
     pub(crate) async fn move_(&self, extra: &[&str]) -> Output {
