@@ -88,6 +88,10 @@ pub enum Error {
     /// Ctrl-C: the command stopped at a safe point.
     #[error("interrupted")]
     Interrupted,
+    /// The lease that let this command write was lost (another command took it over, or it
+    /// could not be renewed in time): it stopped writing.
+    #[error("{0}")]
+    LeaseLost(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -58,8 +58,8 @@ where
             commands::freeze::run(
                 freeze::apply::Mode::Freeze,
                 &args.selection,
-                args.reason.as_deref(),
-                args.keep_remediation,
+                (args.reason.as_deref(), args.keep_remediation),
+                commands::freeze::Locking::Take,
                 &settings,
                 &printer,
             )
@@ -69,8 +69,8 @@ where
             commands::freeze::run(
                 freeze::apply::Mode::Resume,
                 &args.selection,
-                None,
-                false,
+                (None, false),
+                commands::freeze::Locking::Take,
                 &settings,
                 &printer,
             )

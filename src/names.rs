@@ -27,6 +27,13 @@ pub const REPLICAS_MANAGED_BY_ANNOTATION: &str = "cluster.x-k8s.io/replicas-mana
 /// freezes: when, by whom and why. `resume` only releases objects that carry it.
 pub const FROZEN_BY_ANNOTATION: &str = "kubectl-capi.dev/frozen";
 
+/// The Lease that lets one kubectl-capi command at a time write for a move in a cluster
+/// (`kube-system/kubectl-capi`, `coordination.k8s.io/v1`), and the annotation on it that says who
+/// holds it (host, process, command, since when).
+pub const LEASE_NAMESPACE: &str = "kube-system";
+pub const LEASE_NAME: &str = "kubectl-capi";
+pub const LEASE_HOLDER_ANNOTATION: &str = "kubectl-capi.dev/holder";
+
 /// clusterctl's preflight messages, word for word (with the GroupVersionKind rendered in full
 /// where clusterctl prints `"/, Kind="`), so users can search for them.
 pub mod clusterctl {

@@ -8,7 +8,7 @@ use crate::cli::FreezeSelection;
 use crate::error::{Error, Result};
 use crate::freeze::apply::{self, DryRun, Mode, Outcome, Request};
 use crate::freeze::plan::Action;
-use crate::kube::{Catalog, Cluster, connect};
+use crate::kube::{Catalog, Cluster, Stop, connect, lease};
 use crate::model::{self, HealthCheckView, ScalerView, kinds};
 use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
@@ -98,11 +98,19 @@ async fn wait_acknowledged(
     Ok(done)
 }
 
+/// Whether a freeze or release takes the cluster's lease before writing (see
+/// [`crate::kube::lease`]): by itself it does; inside a move that holds it already, it does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Locking {
+    Take,
+    HeldByCaller,
+}
+
 pub async fn run(
     mode: Mode,
     selection: &FreezeSelection,
-    reason: Option<&str>,
-    keep_remediation: bool,
+    (reason, keep_remediation): (Option<&str>, bool),
+    locking: Locking,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<ExitStatus> {
@@ -165,7 +173,29 @@ pub async fn run(
         dry_run,
         marker: apply::marker(&cluster.identity, reason, &time),
     };
-    let mut outcomes = apply::run(&cluster, &catalog, &fetch, &request, listed).await?;
+    // Only the writes hold the lease; waiting for the controllers does not.
+    let lease = match (locking, dry_run) {
+        (Locking::Take, DryRun::None) => {
+            let command = format!(
+                "kubectl capi {verb} {}{}{}",
+                if selection.clusters.is_empty() {
+                    "--all".to_string()
+                } else {
+                    selection.clusters.join(" ")
+                },
+                settings.scope.as_flags(),
+                settings.connection.as_flags()
+            );
+            Some(lease::take(&cluster, &command, &Stop::default()).await?)
+        }
+        _ => None,
+    };
+    let mut outcomes = super::holding(
+        lease,
+        printer,
+        apply::run(&cluster, &catalog, &fetch, &request, listed),
+    )
+    .await?;
 
     let mut status = ExitStatus::Success;
     if selection.wait && dry_run == DryRun::None {

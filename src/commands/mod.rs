@@ -12,7 +12,9 @@ pub mod waiting;
 use clap::CommandFactory;
 
 use crate::cli::Cli;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::kube::lease::Held;
+use crate::kube::{OnCtrlC, Stop};
 use crate::output::{ExitStatus, Printer};
 
 /// `kubectl capi completion <shell>`.
@@ -29,5 +31,49 @@ pub fn scope_shown(scope: &crate::snapshot::ListScope) -> String {
     match scope {
         crate::snapshot::ListScope::Namespace(ns) => format!("namespace {ns}"),
         crate::snapshot::ListScope::AllNamespaces => "any namespace".into(),
+    }
+}
+
+/// Runs `work` holding `lease` (when there is one) and releases it however `work` ends. With a
+/// lease, Ctrl-C is handled here so that it is released then too, as `stop` says
+/// ([`OnCtrlC`]): during a move's writes the first Ctrl-C asks them to stop at their next safe
+/// point and a second ends the work at once; otherwise it ends at once (what it did is
+/// journalled or idempotent), unless the work handles Ctrl-C itself. The command exits 130.
+pub async fn holding<T>(
+    lease: Option<Held>,
+    printer: &Printer,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let Some(lease) = lease else {
+        return work.await;
+    };
+    if let Some(note) = &lease.took_over {
+        printer.warn(note);
+    }
+    let stop = lease.stop().clone();
+    let outcome = tokio::select! {
+        outcome = work => outcome,
+        () = interrupted(&stop, printer) => Err(Error::Interrupted),
+    };
+    lease.release().await;
+    outcome
+}
+
+/// Resolves when the work must end at once because of Ctrl-C (see [`holding`]).
+async fn interrupted(stop: &Stop, printer: &Printer) {
+    loop {
+        if tokio::signal::ctrl_c().await.is_err() {
+            // No signal handling here: the work runs to its end.
+            return std::future::pending().await;
+        }
+        match stop.ctrl_c() {
+            OnCtrlC::LeftToTheWork => continue,
+            OnCtrlC::StopAfterWritesInFlight if !stop.requested() => {
+                printer
+                    .note("stopping after the requests in flight (Ctrl-C again to quit at once)");
+                stop.request();
+            }
+            _ => return,
+        }
     }
 }

@@ -9,7 +9,8 @@ use crate::cli::{FreezeSelection, MoveArgs, ReadyArgs};
 use crate::error::{Error, Result};
 use crate::freeze::apply::DryRun;
 use crate::freeze::apply::Mode;
-use crate::kube::{Catalog, connect};
+use crate::kube::{Catalog, connect, lease};
+use crate::kube::{OnCtrlC, Stop};
 use crate::model::ObjectRef;
 use crate::mover::delete::Skipped;
 use crate::mover::discover::{list_objects, move_types};
@@ -25,7 +26,6 @@ use crate::mover::recovery::{Replay, finish_from_journal, rollback_from_journal}
 use crate::mover::requests::{Destination, type_of};
 use crate::mover::run::{RunOptions, Source, Summary, run as execute};
 use crate::mover::same_cluster;
-use crate::mover::stop::Stop;
 use crate::names::CORE_GROUP;
 use crate::output::table::table;
 use crate::output::{ExitStatus, Printer};
@@ -298,7 +298,91 @@ fn target_connection(args: &MoveArgs, settings: &Settings) -> crate::settings::C
 /// `move`, optionally wrapped in the whole story: `--freeze` (pause scaling first, release it
 /// in the target after), `--wait-ready` (wait until the Clusters can be moved), `--verify` (watch
 /// the target adopt them). The steps print to stderr; stdout carries only the move's result.
+/// A command that will write holds the lease of the cluster it writes to first from before its
+/// first write to its end (see [`crate::kube::lease`]).
 pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
+    let lease = take_lease(args, settings).await?;
+    let stop = lease
+        .as_ref()
+        .map(|held| held.stop().clone())
+        .unwrap_or_default();
+    super::holding(lease, printer, story(args, settings, printer, &stop)).await
+}
+
+/// What this move holds itself out as in its lease: the command as the user would type it.
+fn holder_command(args: &MoveArgs, settings: &Settings) -> String {
+    let word = crate::settings::shell_word;
+    let mut command = String::from("kubectl capi move");
+    for name in &args.clusters {
+        command.push_str(&format!(" {}", word(name)));
+    }
+    command.push_str(&settings.scope.as_flags());
+    command.push_str(&settings.connection.as_flags());
+    if let Some(path) = &args.to_kubeconfig {
+        command.push_str(&format!(
+            " --to-kubeconfig {}",
+            word(&path.to_string_lossy())
+        ));
+    }
+    if let Some(context) = &args.to_context {
+        command.push_str(&format!(" --to-context {}", word(context)));
+    }
+    for (flag, path) in [
+        ("--to-directory", &args.to_directory),
+        ("--from-directory", &args.from_directory),
+    ] {
+        if let Some(path) = path {
+            command.push_str(&format!(" {flag} {}", word(&path.to_string_lossy())));
+        }
+    }
+    for (flag, given) in [
+        ("--resume", args.resume),
+        ("--rollback", args.rollback),
+        ("--freeze", args.freeze),
+        ("--wait-ready", args.wait_ready),
+        ("--verify", args.verify),
+    ] {
+        if given {
+            command.push_str(&format!(" {flag}"));
+        }
+    }
+    command
+}
+
+/// The lease of the cluster this command writes to first — the source, or for a restore the
+/// cluster restored into — taken once the flags, the local paths and the two ends are checked
+/// and before anything is written. A server-side dry run only checks that no one holds it; a
+/// client-side one touches no cluster.
+async fn take_lease(args: &MoveArgs, settings: &Settings) -> Result<Option<lease::Held>> {
+    if args.dry_run == DryRun::Client {
+        return Ok(None);
+    }
+    let first = if args.from_directory.is_some() {
+        connect(&settings.connection).await?
+    } else {
+        check_arguments(args)?;
+        let source = connect(&settings.connection).await?;
+        if args.to_kubeconfig.is_some() || args.to_context.is_some() {
+            let target = connect(&target_connection(args, settings)).await?;
+            same_cluster::ensure_distinct(&source, &target).await?;
+        }
+        source
+    };
+    if args.dry_run == DryRun::Server {
+        lease::ensure_free(&first).await?;
+        return Ok(None);
+    }
+    let held = lease::take(&first, &holder_command(args, settings), &Stop::default()).await?;
+    Ok(Some(held))
+}
+
+/// The story of [`run`], under its lease; `stop` is the lease's (Ctrl-C or its loss).
+async fn story(
+    args: &MoveArgs,
+    settings: &Settings,
+    printer: &Printer,
+    stop: &Stop,
+) -> Result<ExitStatus> {
     let structured = matches!(settings.output, OutputFormat::Json | OutputFormat::Yaml);
     let step_settings = Settings {
         output: OutputFormat::Table,
@@ -336,14 +420,14 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
             settings,
             printer,
             (&step_settings, &step),
-            &selection,
-            &still_frozen,
+            (&selection, &still_frozen),
+            stop,
         )
         .await?
     {
         return Ok(status);
     }
-    let mut summary = match move_once(args, settings, printer).await {
+    let mut summary = match move_once(args, settings, printer, stop).await {
         Ok(Finished::Moved(summary)) => summary,
         Ok(Finished::Ended(other)) => {
             if args.freeze {
@@ -370,8 +454,8 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         let released = crate::commands::freeze::run(
             Mode::Resume,
             &selection,
-            None,
-            false,
+            (None, false),
+            crate::commands::freeze::Locking::Take,
             &target_settings,
             &step,
         )
@@ -389,6 +473,8 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     }
     let mut status = ExitStatus::Success;
     if args.verify {
+        // The verification only reads, and says itself how to finish it after Ctrl-C.
+        stop.on_ctrl_c(OnCtrlC::LeftToTheWork);
         let target = target_connection(args, settings);
         let verifying = async {
             let ends = super::verify::Ends {
@@ -462,8 +548,8 @@ async fn before_moving(
     settings: &Settings,
     printer: &Printer,
     (step_settings, step): (&Settings, &Printer),
-    selection: &FreezeSelection,
-    still_frozen: &str,
+    (selection, still_frozen): (&FreezeSelection, &str),
+    stop: &Stop,
 ) -> Result<Option<ExitStatus>> {
     // The freeze is a write: a move that will be refused for its ends (or its local paths) must
     // not start with it.
@@ -477,8 +563,8 @@ async fn before_moving(
         let frozen = crate::commands::freeze::run(
             Mode::Freeze,
             selection,
-            Some("kubectl capi move --freeze"),
-            false,
+            (Some("kubectl capi move --freeze"), false),
+            crate::commands::freeze::Locking::HeldByCaller,
             step_settings,
             step,
         )
@@ -495,7 +581,10 @@ async fn before_moving(
             details: false,
             strict: false,
         };
+        // The wait says itself that it was interrupted, and that the freeze stays.
+        stop.on_ctrl_c(OnCtrlC::LeftToTheWork);
         let status = crate::commands::ready::run(&ready, step_settings, step).await?;
+        stop.on_ctrl_c(OnCtrlC::EndAtOnce);
         if status != ExitStatus::Success {
             printer.error(&format!(
                 "the Clusters did not become ready to move within {}{still_frozen}",
@@ -567,17 +656,24 @@ struct Move<'a> {
     records: Option<MoveRecords>,
     /// When the command started: the preflight's share of the time.
     started: std::time::Instant,
+    /// Ctrl-C, or the loss of the lease: the writes stop at their next safe point.
+    stop: Stop,
 }
 
 /// `kubectl capi move` itself, as clusterctl's `move()` reads: a short list of named steps.
-async fn move_once(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<Finished> {
+async fn move_once(
+    args: &MoveArgs,
+    settings: &Settings,
+    printer: &Printer,
+    stop: &Stop,
+) -> Result<Finished> {
     if let Some(directory) = &args.from_directory {
         return restore(args, directory, args.dry_run, settings, printer)
             .await
             .map(Finished::from);
     }
     check_arguments(args)?;
-    let this = Move::connect(args, settings, printer).await?;
+    let this = Move::connect(args, settings, printer, stop.clone()).await?;
     let history = match this.history().await? {
         Step::Go(history) => history,
         Step::Stop(status) => return Ok(status.into()),
@@ -631,6 +727,7 @@ impl<'a> Move<'a> {
         args: &'a MoveArgs,
         settings: &'a Settings,
         printer: &'a Printer,
+        stop: Stop,
     ) -> Result<Move<'a>> {
         let started = std::time::Instant::now();
         let source = connect(&settings.connection).await?;
@@ -684,6 +781,7 @@ impl<'a> Move<'a> {
             namespace,
             records,
             started,
+            stop,
         })
     }
 
@@ -702,6 +800,7 @@ impl<'a> Move<'a> {
             journal: self.journal_file(records, journal.clone()),
             concurrency: usize::from(self.args.concurrency),
             progress,
+            stop: self.stop.clone(),
         }
     }
 
@@ -817,6 +916,7 @@ impl<'a> Move<'a> {
             )]));
         }
         let reporter = Reporter::new(self.printer);
+        self.stop.on_ctrl_c(OnCtrlC::StopAfterWritesInFlight);
         let removed =
             rollback_from_journal(self.replay(target, records, journal, &reporter)).await?;
         self.printer.data(&format!(
@@ -853,6 +953,7 @@ impl<'a> Move<'a> {
             return Ok(None);
         };
         let reporter = Reporter::new(self.printer);
+        self.stop.on_ctrl_c(OnCtrlC::StopAfterWritesInFlight);
         let summary = finish_from_journal(self.replay(target, records, journal, &reporter)).await?;
         Ok(Some(Box::new(summary)))
     }
@@ -1138,10 +1239,11 @@ impl<'a> Move<'a> {
             concurrency: usize::from(self.args.concurrency),
             overwrite_existing: self.args.overwrite_existing,
             made_namespaces: checked.made_namespaces,
-            stop: Stop::default(),
+            stop: self.stop.clone(),
         };
         let reporter = std::sync::Arc::new(Reporter::new(self.printer));
-        let listener = stop_on_ctrl_c(&options.stop, reporter.clone());
+        // From here Ctrl-C lets the writes in flight finish and be journalled.
+        self.stop.on_ctrl_c(OnCtrlC::StopAfterWritesInFlight);
         let mut file = self.journal_file(records, journal);
         let preflight = self.started.elapsed().as_secs_f64();
         let outcome = execute(
@@ -1154,7 +1256,7 @@ impl<'a> Move<'a> {
             &mut file,
         )
         .await;
-        listener.abort();
+        self.stop.on_ctrl_c(OnCtrlC::EndAtOnce);
         match outcome {
             Ok(mut summary) => {
                 summary.phases.preflight = preflight;
@@ -1167,21 +1269,6 @@ impl<'a> Move<'a> {
             }
         }
     }
-}
-
-/// Ctrl-C stops a move at the next safe point: writes in flight finish and are journalled. A
-/// second Ctrl-C exits at once (the journal still lets the move resume).
-fn stop_on_ctrl_c(stop: &Stop, reporter: std::sync::Arc<Reporter>) -> tokio::task::JoinHandle<()> {
-    let stop = stop.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            reporter.note("stopping after the requests in flight (Ctrl-C again to quit at once)");
-            stop.request();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    })
 }
 
 /// What to tell a user whose move stopped: where its journal is and the command to continue.

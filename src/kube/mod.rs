@@ -2,10 +2,13 @@
 
 pub mod catalog;
 pub mod connect;
+pub mod lease;
 pub mod retry;
+pub mod stop;
 
 /// The field manager every write of the plugin names (servers record it in managedFields).
 pub const FIELD_MANAGER: &str = "kubectl-capi";
 
 pub use catalog::{Catalog, KindInfo};
 pub use connect::{Cluster, connect, read_kubeconfig};
+pub use stop::{OnCtrlC, Stop};

@@ -22,7 +22,7 @@ use super::plan::MovePlan;
 use super::progress::{Phase, Progress};
 use super::requests::{Destination, Writes, api, kind_key, params, type_of};
 use super::schedule::Schedule;
-use super::stop::Stop;
+use crate::kube::Stop;
 
 /// The body to create in the target: server-owned fields cleared, owners rebuilt with the
 /// target's UIDs, managedFields returned separately (a create ignores them; a patch restores them).

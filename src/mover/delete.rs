@@ -18,7 +18,7 @@ use super::journal::{Entry, JournalFile, entry_resource};
 use super::progress::{Phase, Progress};
 use super::requests::{Writes, api, only_uid, params};
 use super::schedule::Schedule;
-use super::stop::Stop;
+use crate::kube::Stop;
 
 /// What deleting one object came to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,8 +17,8 @@ use super::preflight::Preflight;
 use super::progress::{Progress, Silent};
 use super::requests::{DEFAULT_CONCURRENCY, Destination};
 use super::run::Source;
-use super::stop::Stop;
 use crate::error::{Error, Result, yaml_problem};
+use crate::kube::Stop;
 use crate::snapshot::{Keep, Status};
 
 pub fn file_name(object: &DynamicObject) -> String {

@@ -351,28 +351,30 @@ impl JournalFile {
         if self.journal.stage.finished() {
             // A finished move leaves a short record (so a rerun can say it finished) and no
             // copy in the cluster.
-            save_text(&self.journal.finished_record().to_json(), &self.path)?;
+            save_off_the_runtime(self.journal.finished_record().to_json().into(), &self.path)
+                .await?;
             if let Some(copy) = &mut self.copy {
                 copy::remove(&copy.cluster, &copy.namespace, &copy.key).await?;
                 copy.written = Some(Vec::new());
             }
             return Ok(());
         }
-        // Serialised once for both places.
-        let text = self.journal.to_json();
-        save_text(&text, &self.path)?;
-        if let Some(copy) = &mut self.copy {
-            copy.written = Some(
-                copy::save(
-                    &copy.cluster,
-                    &copy.namespace,
-                    &copy.key,
-                    &text,
-                    (copy.written.as_ref(), slots.max(1)),
-                )
-                .await?,
-            );
-        }
+        // Serialised once for both places, written to both at once.
+        let text: std::sync::Arc<str> = self.journal.to_json().into();
+        let local = save_off_the_runtime(text.clone(), &self.path);
+        let Some(copy) = &mut self.copy else {
+            return local.await;
+        };
+        let in_cluster = copy::save(
+            &copy.cluster,
+            &copy.namespace,
+            &copy.key,
+            &text,
+            (copy.written.as_ref(), slots.max(1)),
+        );
+        let (local, in_cluster) = tokio::join!(local, in_cluster);
+        local?;
+        copy.written = Some(in_cluster?);
         Ok(())
     }
 
@@ -485,6 +487,15 @@ pub fn save_text(text: &str, path: &Path) -> Result<()> {
         file.sync_all().map_err(fail)?;
     }
     std::fs::rename(&temporary, path).map_err(fail)
+}
+
+/// [`save_text`] on the blocking pool: the write and its fsync must not hold up the runtime,
+/// which meanwhile renews the lease, serves watches and takes in the answers of writes in flight.
+async fn save_off_the_runtime(text: std::sync::Arc<str>, path: &Path) -> Result<()> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || save_text(&text, &path))
+        .await
+        .map_err(|e| Error::Usage(format!("saving the move journal failed: {e}")))?
 }
 
 /// How long the record of a finished move is kept.

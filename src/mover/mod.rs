@@ -20,4 +20,3 @@ pub mod same_cluster;
 #[cfg(test)]
 mod scenarios;
 pub mod schedule;
-pub mod stop;

@@ -215,6 +215,18 @@ pub(super) async fn check_permissions(
             ));
         }
     }
+    // The lease that keeps one command at a time writing for a move (see crate::kube::lease).
+    if this_move.journal_namespace.is_some() {
+        for verb in ["get", "create", "patch", "delete"] {
+            needed.insert((
+                true,
+                verb,
+                "coordination.k8s.io".into(),
+                "leases".into(),
+                crate::names::LEASE_NAMESPACE.into(),
+            ));
+        }
+    }
     for uid in plan.groups.iter().flatten() {
         let node = plan.node(uid);
         let Some(t) = type_of(types, &node.reference) else {

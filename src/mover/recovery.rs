@@ -15,9 +15,9 @@ use super::pause::{patch_paused, pausable_entries};
 use super::progress::Progress;
 use super::requests::{DEFAULT_CONCURRENCY, api, kind_key};
 use super::run::Summary;
-use super::stop::Stop;
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
+use crate::kube::Stop;
 use crate::names::CORE_GROUP;
 
 /// What the records of a move say.
@@ -139,6 +139,8 @@ pub struct Replay<'a> {
     pub journal: JournalFile,
     pub concurrency: usize,
     pub progress: &'a dyn Progress,
+    /// Ctrl-C, or the loss of the lease: no new write starts.
+    pub stop: Stop,
 }
 
 /// Resumes a move whose objects all exist in the target (stage Deleting or Unpausing) from its
@@ -150,6 +152,7 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
         mut journal,
         concurrency,
         progress,
+        stop,
     } = replay;
     let started = Instant::now();
     let mut skipped = Vec::new();
@@ -160,7 +163,7 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
             |e| (!e.kept_in_source && !e.deleted).then(|| e.uid.clone()),
             |e| e.deleted = true,
             "source",
-            (concurrency, &Stop::default()),
+            (concurrency, &stop),
             progress,
         )
         .await?
@@ -224,6 +227,7 @@ pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
         mut journal,
         concurrency,
         progress,
+        stop,
     } = replay;
     claim_unanswered_creates(target, &mut journal, concurrency).await?;
     let removed = delete_entries(
@@ -236,7 +240,7 @@ pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
         },
         |e| e.removed = true,
         "target",
-        (concurrency, &Stop::default()),
+        (concurrency, &stop),
         progress,
     )
     .await?;

@@ -21,7 +21,7 @@ use super::pause::{read_when_unblocked, set_paused};
 use super::plan::{Excluded, MovePlan};
 use super::progress::Progress;
 use super::requests::Destination;
-use super::stop::Stop;
+use crate::kube::Stop;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,5 +1,6 @@
 //! The Cluster API catalog against both CRD flavours of the sandbox.
 
+use crate::common::Writes;
 use capi_sandbox::crds::Dialect;
 use capi_sandbox::{ApiServer, ServerOptions};
 use kubectl_capi::kube::{Catalog, Cluster};
@@ -140,5 +141,5 @@ async fn discovery_falls_back_to_legacy_and_refuses_non_capi_clusters() {
         err.to_string().contains("serves no Cluster API kinds"),
         "{err}"
     );
-    assert!(server.mutations().is_empty());
+    assert!(server.writes().is_empty());
 }

@@ -1,6 +1,7 @@
 //! Bad input and unreachable or refusing servers: one `error:` line naming problem and fix,
 //! exit code 2, and nothing written.
 
+use crate::common::Writes;
 use capi_sandbox::ServerOptions;
 use capi_sandbox::crds::Dialect;
 
@@ -116,7 +117,7 @@ async fn bad_flags_and_files() {
         &sandbox.plugin(&["version", "--context", "elsewhere"]).await,
         "context \"elsewhere\" is not in the kubeconfig",
     );
-    assert!(sandbox.server.mutations().is_empty());
+    assert!(sandbox.server.writes().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,7 +157,7 @@ async fn tls_failure_and_bad_token() {
         &run_plugin(Some(&wrong), &["version"]).await,
         "rejected the credentials (401 Unauthorized)",
     );
-    assert!(sandbox.server.mutations().is_empty());
+    assert!(sandbox.server.writes().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,10 +213,7 @@ async fn version_reports_the_management_cluster() {
         "{}",
         table.stdout
     );
-    assert!(
-        sandbox.server.mutations().is_empty(),
-        "version writes nothing"
-    );
+    assert!(sandbox.server.writes().is_empty(), "version writes nothing");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -229,7 +227,7 @@ async fn move_needs_a_target_unless_dry_run() {
         &sandbox.plugin(&["move", "--dry-run=sometimes"]).await,
         "invalid value 'sometimes' for '--dry-run[=<client|server>]' ([possible values: none, client, server])",
     );
-    assert!(sandbox.server.mutations().is_empty());
+    assert!(sandbox.server.writes().is_empty());
 }
 
 #[test]
@@ -407,7 +405,7 @@ async fn kubeconfig_lists_and_yaml_errors_are_read_as_kubectl_reads_them() {
             backup.join("Cluster_ns1_foo.yaml").display()
         ),
     );
-    assert!(sandbox.server.mutations().is_empty());
+    assert!(sandbox.server.writes().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -438,7 +436,7 @@ async fn every_missing_read_permission_is_named_at_once() {
         &sandbox.plugin(&["pause", "--all"]).await,
         "error: the API server forbids listing 2 resources this command reads: machinedeployments.cluster.x-k8s.io, machinesets.cluster.x-k8s.io (403 Forbidden)",
     );
-    assert!(sandbox.server.mutations().is_empty());
+    assert!(sandbox.server.writes().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -462,5 +460,5 @@ async fn a_target_without_cluster_api_is_named_by_the_target_flags() {
             bare.serving.url
         ),
     );
-    assert!(source.server.mutations().is_empty() && bare.server.mutations().is_empty());
+    assert!(source.server.writes().is_empty() && bare.server.writes().is_empty());
 }

@@ -145,3 +145,56 @@ pub fn capi_provider(name: &str, type_: &str, version: &str, namespace: &str) ->
         "providerName": name, "type": type_, "version": version,
     })
 }
+
+/// The plugin's own lease (`kube-system/kubectl-capi`), which every writing command takes and
+/// releases around its writes.
+pub fn is_lease(r: &capi_sandbox::RequestRecord) -> bool {
+    r.resource == "leases" && r.namespace.as_deref() == Some("kube-system")
+}
+
+/// What a server's request log says was written.
+pub trait Writes {
+    /// Writes that changed state, other than the plugin's lease: what "nothing was written"
+    /// is about.
+    fn writes(&self) -> Vec<capi_sandbox::RequestRecord>;
+    /// Whether the plugin's lease is there (held, or left by a killed process).
+    fn lease(&self) -> Option<serde_json::Value>;
+}
+
+/// Ages the lease of `server` past its duration, as if its holder had been gone that long (after
+/// a SIGKILL: a test does not wait a minute for it).
+pub async fn expire_lease(server: &capi_sandbox::ApiServer) {
+    if server.lease().is_none() {
+        return;
+    }
+    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+        kube::Api::namespaced(server.client(), "kube-system");
+    let long_ago = serde_json::json!({"spec": {
+        "renewTime": "2000-01-01T00:00:00.000000Z", "acquireTime": "2000-01-01T00:00:00.000000Z"}});
+    leases
+        .patch(
+            "kubectl-capi",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&long_ago),
+        )
+        .await
+        .unwrap();
+}
+
+impl Writes for capi_sandbox::ApiServer {
+    fn writes(&self) -> Vec<capi_sandbox::RequestRecord> {
+        self.mutations()
+            .into_iter()
+            .filter(|r| !is_lease(r))
+            .collect()
+    }
+
+    fn lease(&self) -> Option<serde_json::Value> {
+        self.object(
+            "coordination.k8s.io",
+            "leases",
+            "kube-system",
+            "kubectl-capi",
+        )
+    }
+}

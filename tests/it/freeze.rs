@@ -1,6 +1,7 @@
 //! `kubectl capi pause` / `resume` through the real binary against management clusters with
 //! simulated controllers.
 
+use crate::common::Writes;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -578,7 +579,7 @@ async fn selection_is_required_and_unacknowledged_freezes_warn() {
             .code,
         2
     );
-    assert!(sandbox.server.mutations().is_empty());
+    assert!(sandbox.server.writes().is_empty());
     // No controller runs here: nothing reports Paused, as with older providers.
     let out = sandbox
         .plugin(&["pause", "quiet", "--wait", "--timeout", "5s"])

@@ -1,5 +1,6 @@
 //! Invocation through kubectl's plugin lookup: `kubectl capi` finds `kubectl-capi` on PATH.
 
+use crate::common::Writes;
 use std::path::Path;
 
 use crate::common::PLUGIN;
@@ -98,5 +99,5 @@ async fn kubectl_completes_subcommands_flags_and_cluster_names() {
     let dead = sandbox.kubeconfig_with("dead", |e| e.server = "http://127.0.0.1:1".into());
     let (names, directive) = complete(&dead, &["ready", ""]).await;
     assert!(names.is_empty() && directive == ":4");
-    assert!(sandbox.server.mutations().is_empty());
+    assert!(sandbox.server.writes().is_empty());
 }

@@ -11,6 +11,7 @@ mod move_safety;
 mod move_scenarios;
 mod move_without_clusters;
 mod moving;
+mod one_writer;
 mod packaging;
 mod ready;
 mod snapshot;

@@ -2,6 +2,7 @@
 //! not itself move or create. Each test runs the real binary against sandbox servers and reads
 //! their request logs.
 
+use crate::common::Writes;
 use capi_sandbox::{FaultAction, FaultRule};
 
 use std::collections::BTreeSet;
@@ -19,7 +20,7 @@ fn write_attempts(server: &capi_sandbox::ApiServer) -> Vec<String> {
         .requests()
         .into_iter()
         .filter(|r| r.agent.starts_with("kubectl-capi/") && r.is_write_attempt())
-        .filter(|r| r.resource != "selfsubjectaccessreviews")
+        .filter(|r| r.resource != "selfsubjectaccessreviews" && !crate::common::is_lease(r))
         .map(|r| {
             format!(
                 "{} {} {:?} dryRun={}",
@@ -81,6 +82,13 @@ async fn one_cluster_as_source_and_target_is_refused_before_any_write() {
         }
     }
     assert_eq!(write_attempts(&w.source), Vec::<String>::new());
+    assert!(
+        w.source
+            .requests()
+            .iter()
+            .all(|r| !crate::common::is_lease(r)),
+        "the lease is taken only once both ends are known to differ"
+    );
     assert!(
         w.source
             .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
@@ -234,6 +242,7 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
             .requests()
             .iter()
             .filter(|r| r.verb == "delete" && r.agent.starts_with("kubectl-capi/"))
+            .filter(|r| !crate::common::is_lease(r))
             .filter(|r| {
                 r.resource != "configmaps"
                     || r.name
@@ -534,6 +543,7 @@ async fn a_rollback_refuses_a_local_journal_behind_the_copy_in_the_source() {
     }
     child.start_kill().unwrap();
     child.wait().await.unwrap();
+    crate::common::expire_lease(&w.source).await;
     assert_eq!(
         local_journal(&w),
         stale,
@@ -569,13 +579,13 @@ async fn the_preflight_checks_the_journal_copy_permissions_and_leaves_no_namespa
         );
         assert!(
             w.source
-                .mutations()
+                .writes()
                 .iter()
                 .all(|r| !r.agent.starts_with("kubectl-capi/"))
         );
         assert!(
             w.target
-                .mutations()
+                .writes()
                 .iter()
                 .all(|r| !r.agent.starts_with("kubectl-capi/"))
         );
@@ -606,7 +616,7 @@ async fn as_impersonates_in_both_clusters() {
         BTreeSet::from(["ops-bot".to_string()]),
         "every resource request to the target ran as ops-bot"
     );
-    assert!(w.target.mutations().is_empty());
+    assert!(w.target.writes().is_empty());
 }
 
 /// The first hint in backquotes on a line containing `marker`.

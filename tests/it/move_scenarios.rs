@@ -3,6 +3,7 @@
 //! what clusterctl's rules give, and afterwards every object is in the target with owner
 //! references rebuilt to the target's UIDs, and the source holds only what is copied but kept.
 
+use crate::common::Writes;
 use std::collections::{BTreeMap, BTreeSet};
 
 use capi_sandbox::apiserver::{KubeconfigEntry, write_kubeconfig};
@@ -78,7 +79,7 @@ impl World {
     pub fn plugin_writes(&self) -> Vec<capi_sandbox::RequestRecord> {
         [&self.source, &self.target]
             .iter()
-            .flat_map(|s| s.mutations())
+            .flat_map(|s| s.writes())
             .filter(|r| r.agent.starts_with("kubectl-capi/"))
             .collect()
     }
@@ -86,7 +87,7 @@ impl World {
     /// How many plugin writes each server (source, target) has seen.
     pub fn writes_per_server(&self) -> [usize; 2] {
         [&self.source, &self.target].map(|s| {
-            s.mutations()
+            s.writes()
                 .iter()
                 .filter(|r| r.agent.starts_with("kubectl-capi/"))
                 .count()
@@ -99,7 +100,7 @@ impl World {
             .iter()
             .zip(before)
             .flat_map(|(s, n)| {
-                s.mutations()
+                s.writes()
                     .into_iter()
                     .filter(|r| r.agent.starts_with("kubectl-capi/"))
                     .skip(n)
@@ -195,6 +196,7 @@ impl World {
         let before = self.writes_per_server();
         let out = self.plugin(&full).await;
         assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(self.source.lease().is_none(), "the move released its lease");
 
         // At most four writes per moved object (create, managedFields, mark, DELETE), plus the
         // pause and unpause of each Cluster and ClusterClass and the namespaces made.
@@ -470,10 +472,7 @@ async fn an_object_deleted_after_planning_stops_the_move_before_any_create() {
         "{stderr}"
     );
     assert!(
-        w.target
-            .mutations()
-            .iter()
-            .all(|r| r.resource == "namespaces"),
+        w.target.writes().iter().all(|r| r.resource == "namespaces"),
         "nothing but the namespace was created in the target"
     );
     assert!(
@@ -1130,6 +1129,10 @@ pub async fn kill_at(world: &World, args: &[&str], point: KillPoint) -> bool {
         if reached {
             child.start_kill().unwrap();
             child.wait().await.unwrap();
+            // A killed holder leaves its lease until it expires; the run after it takes it over.
+            for server in servers {
+                crate::common::expire_lease(server).await;
+            }
             return true;
         }
         if child.try_wait().unwrap().is_some() {
@@ -1458,7 +1461,7 @@ async fn a_move_reads_per_kind_not_per_object() {
 /// The plugin's state-changing writes to `server`, as the server logged them.
 fn writes_to(server: &ApiServer) -> Vec<capi_sandbox::RequestRecord> {
     server
-        .mutations()
+        .writes()
         .into_iter()
         .filter(|r| r.agent.starts_with("kubectl-capi/"))
         .collect()

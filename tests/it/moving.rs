@@ -1,5 +1,6 @@
 //! `kubectl capi move` between two sandbox management clusters with controllers.
 
+use crate::common::Writes;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -73,7 +74,7 @@ impl Pair {
     fn plugin_writes(&self, managed: &Managed) -> Vec<capi_sandbox::RequestRecord> {
         managed
             .server
-            .mutations()
+            .writes()
             .into_iter()
             .filter(|r| r.agent.starts_with("kubectl-capi/"))
             .collect()
@@ -631,7 +632,7 @@ async fn directory_backup_and_restore_round_trip() {
         pair.env
             .target
             .server
-            .mutations()
+            .writes()
             .iter()
             .filter(|r| r.agent.starts_with("kubectl-capi/"))
             .count()
@@ -738,7 +739,7 @@ async fn backups_and_restores_check_before_they_write() {
             .await
         }
     };
-    let writes_before = pair.env.target.server.mutations().len();
+    let writes_before = pair.env.target.server.writes().len();
     for path in [&empty, &no_capi] {
         let out = restore(path).await;
         assert_eq!(out.code, 2, "{}", out.stderr);
@@ -769,7 +770,7 @@ async fn backups_and_restores_check_before_they_write() {
         pair.env
             .target
             .server
-            .mutations()
+            .writes()
             .iter()
             .skip(writes_before)
             .filter(|r| r.agent.starts_with("kubectl-capi/") && r.resource != "namespaces")

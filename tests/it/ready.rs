@@ -1,5 +1,6 @@
 //! `kubectl capi ready` through the real binary against the sandbox.
 
+use crate::common::Writes;
 use std::time::Duration;
 
 use capi_sandbox::controllers::{Delays, Step};
@@ -120,7 +121,7 @@ async fn the_seed_situation_names_the_scaling_owner_and_wait_returns_when_it_fin
     assert!(
         env.source
             .server
-            .mutations()
+            .writes()
             .iter()
             .any(|r| r.agent.starts_with("capi-sandbox-controllers")),
         "the controllers wrote"
@@ -128,7 +129,7 @@ async fn the_seed_situation_names_the_scaling_owner_and_wait_returns_when_it_fin
     let plugin_writes: Vec<_> = env
         .source
         .server
-        .mutations()
+        .writes()
         .into_iter()
         .filter(|r| r.agent.starts_with("kubectl-capi/"))
         .collect();
@@ -348,10 +349,7 @@ async fn selection_errors_and_label_selector() {
     );
     let everywhere = sandbox.plugin(&["ready", "-A", "beta", "-o", "json"]).await;
     assert_eq!(everywhere.code, 1);
-    assert!(
-        sandbox.server.mutations().is_empty(),
-        "ready writes nothing"
-    );
+    assert!(sandbox.server.writes().is_empty(), "ready writes nothing");
 }
 
 /// `clusters` Clusters, each with a control plane of one Machine and a MachineDeployment/MachineSet

@@ -1,0 +1,350 @@
+//! One writer at a time: every command that writes for a move holds the source's lease, so a
+//! second command — a rollback, a resume, another move, a pause — started while a move writes is
+//! refused before it writes anything, naming the holder; a holder that was killed is taken over
+//! once its lease has expired. Real binaries against sandbox servers.
+
+use std::time::Duration;
+
+use capi_sandbox::{ApiServer, FaultAction, FaultRule};
+
+use crate::common::Writes;
+use crate::move_scenarios::{Fixture, MOVE_NS1, World, end_state};
+
+/// Someone else at another terminal: impersonated, so the servers log their writes apart.
+const INTRUDER: &str = "intruder";
+
+/// What `user` changed in `server` (a refused lease create is an answer, not a change).
+fn changes_by(server: &ApiServer, user: &str) -> Vec<String> {
+    server
+        .mutations()
+        .iter()
+        .filter(|r| r.user == user)
+        .map(|r| format!("{} {} {:?}", r.verb, r.resource, r.name))
+        .collect()
+}
+
+/// Holds each real write of `verb` by the plugin for `each` before serving it, so that a move
+/// stays in the phase that writes it.
+fn slow(server: &ApiServer, verb: &str, each: Duration) {
+    server.inject(
+        FaultRule::new(FaultAction::Latency(each))
+            .verbs(&[verb])
+            .dry_run(false)
+            .agent("kubectl-capi/"),
+    );
+}
+
+/// How many user objects the plugin has written with `verb` to `server` (not namespaces, the
+/// journal's copy or its lease).
+fn objects_written(server: &ApiServer, verb: &str) -> usize {
+    server
+        .writes()
+        .iter()
+        .filter(|r| r.verb == verb && r.agent.starts_with("kubectl-capi/"))
+        .filter(|r| r.resource != "namespaces" && r.resource != "configmaps")
+        .count()
+}
+
+/// Waits (polling the servers' logs) until `reached`, while `child` still runs.
+async fn until(child: &mut tokio::process::Child, reached: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !reached() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the move ended before the point the test waits for"
+        );
+        assert!(tokio::time::Instant::now() < deadline, "never reached");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A move of ns1 in the background, one write at a time so that it stays a while in each phase.
+fn start_move(w: &World, env: &[(&str, &str)]) -> tokio::process::Child {
+    let mut args = MOVE_NS1.to_vec();
+    args.extend(["--concurrency", "1"]);
+    let mut command = w.command(&args);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.spawn().unwrap()
+}
+
+/// Runs `args` as the intruder, with a state directory of its own (another machine).
+async fn intrude(w: &World, args: &[&str]) -> crate::common::Output {
+    let mut full: Vec<&str> = args.to_vec();
+    full.extend(["--as", INTRUDER]);
+    let mut command = w.command(&full);
+    command.env("XDG_STATE_HOME", w.dir.path().join("intruder-state"));
+    command.output().await.unwrap().into()
+}
+
+fn grant_intruder(w: &World) {
+    for server in [&w.source, &w.target] {
+        server.grant(INTRUDER, "*", "*", "*");
+    }
+}
+
+/// The end state of a clean move of `fixture`'s ns1, for comparison.
+async fn clean_end_state(
+    fixture: &Fixture,
+) -> (
+    std::collections::BTreeMap<String, serde_json::Value>,
+    std::collections::BTreeMap<String, serde_json::Value>,
+) {
+    let clean = World::start(fixture).await;
+    clean.move_and_check(&["-n", "ns1"]).await;
+    (end_state(&clean.source), end_state(&clean.target))
+}
+
+fn assert_refused_naming(out: &crate::common::Output, holder_pid: u32, what: &str) {
+    assert_eq!(out.code, 1, "{what}: {}", out.stderr);
+    for part in [
+        "holds the lease kube-system/kubectl-capi",
+        &format!("process {holder_pid} on "),
+        "`kubectl capi move -n ns1 --context source --to-context target`",
+        "wait until it ends",
+        "expires at",
+    ] {
+        assert!(
+            out.stderr.contains(part),
+            "{what}: {part:?} in {}",
+            out.stderr
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_started_while_a_move_creates_are_refused_and_write_nothing() {
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let (clean_source, clean_target) = clean_end_state(&fixture).await;
+    let w = World::start(&fixture).await;
+    grant_intruder(&w);
+    slow(&w.target, "create", Duration::from_millis(150));
+    let mut mover = start_move(&w, &[]);
+    let pid = mover.id().unwrap();
+    until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
+
+    // The scenario that lost two clusters: a rollback of the live move from another shell.
+    for (what, args) in [
+        ("rollback", [&MOVE_NS1[..], &["--rollback"]].concat()),
+        ("resume", [&MOVE_NS1[..], &["--resume"]].concat()),
+        ("a second move", MOVE_NS1.to_vec()),
+        (
+            "pause of a Cluster being moved",
+            vec!["pause", "foo", "-n", "ns1", "--context", "source"],
+        ),
+        (
+            "resume of a Cluster being moved",
+            vec!["resume", "foo", "-n", "ns1", "--context", "source"],
+        ),
+    ] {
+        let out = intrude(&w, &args).await;
+        assert_refused_naming(&out, pid, what);
+    }
+    assert!(
+        mover.try_wait().unwrap().is_none(),
+        "the move was still creating while the others were refused"
+    );
+    for server in [&w.source, &w.target] {
+        assert_eq!(changes_by(server, INTRUDER), Vec::<String>::new());
+    }
+    w.target.clear_faults();
+    let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(end_state(&w.target), clean_target, "every object once");
+    assert_eq!(end_state(&w.source), clean_source);
+    assert!(w.source.lease().is_none(), "released at the end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_started_while_a_move_deletes_are_refused_and_write_nothing() {
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let (clean_source, clean_target) = clean_end_state(&fixture).await;
+    let w = World::start(&fixture).await;
+    grant_intruder(&w);
+    slow(&w.source, "delete", Duration::from_millis(150));
+    let mut mover = start_move(&w, &[]);
+    let pid = mover.id().unwrap();
+    until(&mut mover, || objects_written(&w.source, "delete") >= 2).await;
+    // A second move once took the live move for an interrupted one and finished it in parallel.
+    for (what, args) in [
+        ("a second move", MOVE_NS1.to_vec()),
+        ("resume", [&MOVE_NS1[..], &["--resume"]].concat()),
+        ("rollback", [&MOVE_NS1[..], &["--rollback"]].concat()),
+    ] {
+        let out = intrude(&w, &args).await;
+        assert_refused_naming(&out, pid, what);
+    }
+    assert!(mover.try_wait().unwrap().is_none());
+    for server in [&w.source, &w.target] {
+        assert_eq!(changes_by(server, INTRUDER), Vec::<String>::new());
+    }
+    w.source.clear_faults();
+    let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(end_state(&w.target), clean_target);
+    assert_eq!(end_state(&w.source), clean_source);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_identical_moves_started_together_exactly_one_proceeds() {
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let (clean_source, clean_target) = clean_end_state(&fixture).await;
+    let w = World::start(&fixture).await;
+    // Long enough that the two overlap whatever the order they start in.
+    slow(&w.target, "create", Duration::from_millis(50));
+    let (a, b) = tokio::join!(w.plugin(&MOVE_NS1), w.plugin(&MOVE_NS1));
+    let mut codes = [a.code, b.code];
+    codes.sort();
+    assert_eq!(codes, [0, 1], "{}\n---\n{}", a.stderr, b.stderr);
+    let (moved, refused) = if a.code == 0 { (&a, &b) } else { (&b, &a) };
+    assert!(
+        refused
+            .stderr
+            .contains("holds the lease kube-system/kubectl-capi"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stdout.is_empty(), "{}", refused.stdout);
+    assert!(
+        moved.stdout.starts_with("moved 1 Cluster(s)"),
+        "{}",
+        moved.stdout
+    );
+    assert_eq!(end_state(&w.target), clean_target);
+    assert_eq!(end_state(&w.source), clean_source);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holders_lease_is_taken_over_once_it_expired_and_the_move_converges() {
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let (clean_source, clean_target) = clean_end_state(&fixture).await;
+    let w = World::start(&fixture).await;
+    slow(&w.target, "create", Duration::from_millis(100));
+    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "3")]);
+    until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
+    mover.start_kill().unwrap();
+    mover.wait().await.unwrap();
+    w.target.clear_faults();
+
+    // Within its duration the dead holder's lease still refuses.
+    let lease = w.source.lease().expect("a killed holder leaves its lease");
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("holds the lease"), "{}", out.stderr);
+
+    // Then it expires: wait until its renewal time plus its duration has passed.
+    let renewed: jiff::Timestamp = lease["spec"]["renewTime"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let expires = renewed + jiff::SignedDuration::from_secs(3);
+    let left = expires.duration_since(jiff::Timestamp::now());
+    if left.is_positive() {
+        tokio::time::sleep(left.unsigned_abs() + Duration::from_millis(100)).await;
+    }
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("took over the lease kube-system/kubectl-capi")
+            && out.stderr.contains("longer ago than its duration"),
+        "the takeover is printed: {}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("continuing the interrupted move"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(end_state(&w.target), clean_target);
+    assert_eq!(end_state(&w.source), clean_source);
+    assert!(w.source.lease().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_and_errors_release_the_lease() {
+    let fixture = Fixture::workload(&["w1"]);
+    let w = World::start(&fixture).await;
+    // Refused by its preflight (a same-name Secret in the target): the lease goes with it.
+    w.target
+        .load(serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "ns1"}}))
+        .ok();
+    let taken = w
+        .source
+        .dump()
+        .into_iter()
+        .find(|o| o["kind"] == "Secret" && o["metadata"]["namespace"] == "ns1")
+        .unwrap();
+    w.target
+        .load(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": taken["metadata"]["name"], "namespace": "ns1"}}))
+        .unwrap();
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(w.source.lease().is_none(), "released after a refusal");
+    assert!(
+        w.source.mutations().iter().any(crate::common::is_lease),
+        "it was taken"
+    );
+
+    // Ctrl-C while creating: the writes in flight finish, the lease is released, exit 130.
+    capi_sandbox::api::delete(
+        &w.target.client(),
+        "v1",
+        "Secret",
+        "ns1",
+        taken["metadata"]["name"].as_str().unwrap(),
+    )
+    .await
+    .unwrap();
+    slow(&w.target, "create", Duration::from_millis(150));
+    let mut mover = start_move(&w, &[]);
+    until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
+    let out = crate::common::interrupt(mover).await;
+    assert_eq!(out.code, 130, "{}", out.stderr);
+    assert!(w.source.lease().is_none(), "released after Ctrl-C");
+    w.target.clear_faults();
+    let out = w.plugin(&[&MOVE_NS1[..], &["--resume"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_permissions_are_reviewed_and_a_move_without_them_writes_nothing() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    w.source.deny("create", "leases");
+    let out = w
+        .plugin(&[&MOVE_NS1[..], &["--dry-run=server"]].concat())
+        .await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "missing permission in the source cluster: create leases.coordination.k8s.io in namespace kube-system"
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("taking the lease kube-system/kubectl-capi")
+            && out
+                .stderr
+                .contains("leases.coordination.k8s.io in kube-system")
+            && out.stderr.contains("403 Forbidden"),
+        "{}",
+        out.stderr
+    );
+    for server in [&w.source, &w.target] {
+        assert!(
+            server
+                .writes()
+                .iter()
+                .all(|r| !r.agent.starts_with("kubectl-capi/")),
+            "nothing written"
+        );
+    }
+}
