@@ -170,12 +170,18 @@ pub struct Deleted {
 /// done entry. The journal is saved alongside the deletes about once per plan group's worth of
 /// them, and at the end, also when one failed: a delete done but not yet saved is found gone by
 /// a rerun (UID-preconditioned), never repeated on another object.
+///
+/// `copies_in`: deleting originals from the source, the target that holds their copies. Before
+/// the first delete of each plan group, the copies of that group's objects are checked there
+/// (one LIST per kind and namespace): each must exist with the UID its create answered with.
+/// Even a command that does not take the lease (an older version's rollback) then cannot make
+/// both copies vanish.
 pub(super) async fn delete_entries(
     cluster: &Cluster,
     journal: &mut JournalFile,
     pending: impl Fn(&Entry) -> Option<String>,
     record: impl Fn(&mut Entry),
-    which: &str,
+    (which, copies_in): (&str, Option<&Cluster>),
     (concurrency, stop): (usize, &Stop),
     progress: &dyn Progress,
 ) -> Result<Deleted> {
@@ -200,6 +206,7 @@ pub(super) async fn delete_entries(
         .len();
     let save_every = (work.len() / groups.max(1)).max(concurrency);
     progress.begin(Phase::Delete, work.len());
+    let mut checked_groups = std::collections::BTreeSet::new();
     // A journal from before entries carried their owners: group by group, as it was planned.
     let batches: Vec<Vec<_>> = if journal.journal.owners_recorded {
         vec![work]
@@ -264,6 +271,15 @@ pub(super) async fn delete_entries(
                 else {
                     continue;
                 };
+                if let Some(target) = copies_in
+                    && checked_groups.insert(entry.group)
+                    && let Err(e) =
+                        copies_present(target, &journal.journal, entry.group, &pending).await
+                {
+                    queue.push_front(uid);
+                    failure = Some(e);
+                    break;
+                }
                 in_flight.push(async move {
                     stop.check()?;
                     let reference = ObjectRef {
@@ -291,4 +307,79 @@ pub(super) async fn delete_entries(
     }
     progress.end(Phase::Delete);
     Ok(deleted)
+}
+
+/// Checks that the copies in `target` of the originals of plan group `group` still about to be
+/// deleted (`pending`) are there with the UIDs the journal recorded (by name where it recorded
+/// none: an object updated with `--overwrite-existing`). One LIST per kind and namespace.
+async fn copies_present(
+    target: &Cluster,
+    journal: &super::journal::Journal,
+    group: usize,
+    pending: &impl Fn(&Entry) -> Option<String>,
+) -> Result<()> {
+    let mut lists: std::collections::BTreeMap<(String, String, String), Vec<&Entry>> =
+        std::collections::BTreeMap::new();
+    for entry in journal
+        .entries
+        .iter()
+        .filter(|e| e.group == group && pending(e).is_some())
+    {
+        lists
+            .entry((
+                entry.object.api_version.clone(),
+                entry.resource.clone(),
+                entry.namespace().to_string(),
+            ))
+            .or_default()
+            .push(entry);
+    }
+    let lean = crate::snapshot::Keep {
+        managed_fields: false,
+        status: crate::snapshot::Status::Skip,
+    };
+    let mut gone = Vec::new();
+    for ((_, _, namespace), entries) in lists {
+        let resource = entry_resource(entries[0]);
+        let found = crate::snapshot::list_keeping(
+            target,
+            &api(target, &resource, &namespace),
+            &resource,
+            kube::api::ListParams::default(),
+            lean,
+        )
+        .await?;
+        let uids: std::collections::BTreeMap<&str, &str> = found
+            .iter()
+            .filter_map(|l| {
+                Some((
+                    l.object.metadata.name.as_deref()?,
+                    l.object.metadata.uid.as_deref()?,
+                ))
+            })
+            .collect();
+        for entry in entries {
+            let present = match (uids.get(entry.object.name.as_str()), &entry.target_uid) {
+                (Some(found), Some(recorded)) => found == recorded,
+                (found, None) => found.is_some(),
+                (None, Some(_)) => false,
+            };
+            if !present {
+                gone.push(entry.object.kind_and_place());
+            }
+        }
+    }
+    if gone.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Api {
+        context: "checking the copies in the target before deleting their originals".into(),
+        message: format!(
+            "{} {} no longer in the target as this move created {}; another command removed {} (a rollback by a version of kubectl-capi that takes no lease?), so their originals stay in the source and nothing more is deleted there — check both clusters before going on",
+            gone.join(", "),
+            if gone.len() == 1 { "is" } else { "are" },
+            if gone.len() == 1 { "it" } else { "them" },
+            if gone.len() == 1 { "it" } else { "them" },
+        ),
+    })
 }

@@ -162,7 +162,7 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
             &mut journal,
             |e| (!e.kept_in_source && !e.deleted).then(|| e.uid.clone()),
             |e| e.deleted = true,
-            "source",
+            ("source", Some(target)),
             (concurrency, &stop),
             progress,
         )
@@ -239,7 +239,7 @@ pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
                 .flatten()
         },
         |e| e.removed = true,
-        "target",
+        ("target", None),
         (concurrency, &stop),
         progress,
     )

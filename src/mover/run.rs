@@ -184,7 +184,7 @@ pub async fn run(
         journal,
         |e| (!e.kept_in_source && !e.deleted).then(|| e.uid.clone()),
         |e| e.deleted = true,
-        "source",
+        ("source", Some(&target.cluster)),
         (options.concurrency, &options.stop),
         progress,
     )

@@ -348,3 +348,40 @@ async fn the_lease_permissions_are_reviewed_and_a_move_without_them_writes_nothi
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_removed_by_a_command_without_the_lease_keeps_its_original_in_the_source() {
+    let w = World::start(&Fixture::workload(&["w1", "w2"])).await;
+    slow(&w.source, "delete", Duration::from_millis(150));
+    let mut mover = start_move(&w, &[]);
+    until(&mut mover, || objects_written(&w.source, "delete") >= 1).await;
+    // An older version's rollback takes no lease: it removes the Cluster's copy, which the move
+    // deletes last from the source.
+    capi_sandbox::api::delete(
+        &w.target.client(),
+        crate::move_scenarios::CORE,
+        "Cluster",
+        "ns1",
+        "foo",
+    )
+    .await
+    .unwrap();
+    w.source.clear_faults();
+    let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    // (The target's garbage collector took what the Cluster owned there with it.)
+    assert!(
+        out.stderr
+            .contains("no longer in the target as this move created")
+            && out.stderr.contains("their originals stay in the source"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        w.source
+            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+            .is_some(),
+        "the original stays: the Cluster exists somewhere"
+    );
+    assert!(w.source.lease().is_none());
+}
