@@ -15,7 +15,7 @@ use crate::model::ObjectRef;
 use crate::mover::delete::Skipped;
 use crate::mover::discover::{list_objects, move_types};
 use crate::mover::graph::Graph;
-use crate::mover::journal::{self, Endpoint, Journal, Stage};
+use crate::mover::journal::{self, Endpoint, Journal, MoveId, Stage};
 use crate::mover::journal::{JournalCopy, JournalFile};
 use crate::mover::namespaces::remove_namespaces;
 use crate::mover::plan::{Excluded, MovePlan, TreeNode, plan};
@@ -619,6 +619,8 @@ enum Step<T> {
 struct MoveRecords {
     path: std::path::PathBuf,
     key: String,
+    /// The two clusters, by their `kube-system` UIDs.
+    identities: same_cluster::Distinct,
     copy_namespace: String,
 }
 
@@ -742,7 +744,7 @@ impl<'a> Move<'a> {
             None
         } else {
             let cluster = connect(&target_connection(args, settings)).await?;
-            same_cluster::ensure_distinct(&source, &cluster).await?;
+            let identities = same_cluster::ensure_distinct(&source, &cluster).await?;
             let catalog = Catalog::discover(&cluster).await.map_err(|e| match e {
                 Error::CapiNotInstalled { url, .. } => Error::CapiNotInstalled {
                     url,
@@ -750,27 +752,32 @@ impl<'a> Move<'a> {
                 },
                 other => other,
             })?;
-            Some(Destination { cluster, catalog })
+            Some((Destination { cluster, catalog }, identities))
         };
         let records = match &target {
             None => None,
-            Some(target) => {
-                let ns = namespace.as_deref();
-                let path = args.journal.clone().unwrap_or_else(|| {
-                    journal::default_dir().join(Journal::file_name(
-                        &source.url,
-                        &target.cluster.url,
-                        ns,
-                        &args.clusters,
-                    ))
-                });
+            Some((target, identities)) => {
+                let id = MoveId {
+                    source: &source.url,
+                    source_uid: &identities.source,
+                    target: &target.cluster.url,
+                    target_uid: &identities.target,
+                    namespace: namespace.as_deref(),
+                    clusters: &args.clusters,
+                };
+                let path = args
+                    .journal
+                    .clone()
+                    .unwrap_or_else(|| journal::default_dir().join(id.file_name()));
                 Some(MoveRecords {
                     path,
-                    key: Journal::key(&source.url, &target.cluster.url, ns, &args.clusters),
-                    copy_namespace: journal::copy::namespace(&source, ns).await?,
+                    key: id.key(),
+                    identities: identities.clone(),
+                    copy_namespace: journal::copy::namespace(&source, namespace.as_deref()).await?,
                 })
             }
         };
+        let target = target.map(|(target, _)| target);
         Ok(Move {
             args,
             settings,
@@ -832,6 +839,45 @@ impl<'a> Move<'a> {
         };
         if self.args.journal.is_none() {
             journal::prune_finished(&journal::default_dir());
+        }
+        let set_aside = recovery::set_aside_foreign(&recovery::Elsewhere {
+            id: MoveId {
+                source: &self.source.url,
+                source_uid: &records.identities.source,
+                target: &self
+                    .target
+                    .as_ref()
+                    .expect("records have a target")
+                    .cluster
+                    .url,
+                target_uid: &records.identities.target,
+                namespace: self.namespace.as_deref(),
+                clusters: &self.args.clusters,
+            },
+            path: &records.path,
+            chosen: self.args.journal.is_some(),
+            source: &self.source,
+            copy_namespace: &records.copy_namespace,
+        })
+        .await?;
+        if !set_aside.is_empty() {
+            if self.args.resume || self.args.rollback {
+                let verb = if self.args.rollback {
+                    "rollback"
+                } else {
+                    "resume"
+                };
+                return Err(Error::Refused(
+                    set_aside
+                        .iter()
+                        .map(|note| format!("{verb} refused, nothing was written: {note}"))
+                        .collect(),
+                ));
+            }
+            self.printer.note(&format!(
+                "note: {}; the move starts afresh",
+                set_aside.join("; ")
+            ));
         }
         let recorded = recovery::recorded(
             &Records {
@@ -1166,7 +1212,13 @@ impl<'a> Move<'a> {
 
     /// The journal this run writes: the plan, carrying over what the first attempt learnt
     /// (what was in the target before, what it created or sent).
-    fn new_journal(&self, planned: &Planned, checked: &Checked, history: &History) -> Journal {
+    fn new_journal(
+        &self,
+        planned: &Planned,
+        checked: &Checked,
+        history: &History,
+        records: &MoveRecords,
+    ) -> Journal {
         let target = self.target.as_ref().expect("a move has a target");
         let mut journal = Journal::new(
             &planned.plan,
@@ -1175,6 +1227,7 @@ impl<'a> Move<'a> {
                 server: self.source.url.clone(),
                 context: self.settings.connection.context.clone(),
                 kubeconfig: None,
+                identity: Some(records.identities.source.clone()),
             },
             Endpoint {
                 server: target.cluster.url.clone(),
@@ -1186,6 +1239,7 @@ impl<'a> Move<'a> {
                         .display()
                         .to_string()
                 }),
+                identity: Some(records.identities.target.clone()),
             },
             self.namespace.clone(),
             self.args.clusters.clone(),
@@ -1215,16 +1269,16 @@ impl<'a> Move<'a> {
         checked: Checked,
         history: History,
     ) -> Result<Finished> {
-        let journal = self.new_journal(&planned, &checked, &history);
+        let (Some(target), Some(records)) = (&self.target, &self.records) else {
+            unreachable!("a move that writes has a target and records")
+        };
+        let journal = self.new_journal(&planned, &checked, &history, records);
         let Planned {
             types,
             objects,
             mut plan,
             clusters,
         } = planned;
-        let (Some(target), Some(records)) = (&self.target, &self.records) else {
-            unreachable!("a move that writes has a target and records")
-        };
         // The move re-reads every object once the source is paused.
         drop(objects);
         plan.release_objects();

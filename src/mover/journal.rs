@@ -87,6 +87,10 @@ pub struct Endpoint {
     /// read back from the journal can repeat it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubeconfig: Option<String>,
+    /// The cluster's identity: the UID of its `kube-system` namespace. A journal is acted on
+    /// only between the clusters it names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -194,30 +198,30 @@ impl Journal {
         Ok(journal)
     }
 
-    /// A stable key for a move of these Clusters between these servers.
-    pub fn key(source: &str, target: &str, namespace: Option<&str>, clusters: &[String]) -> String {
-        let mut names = clusters.to_vec();
-        names.sort();
-        let key = format!(
-            "{source}\n{target}\n{}\n{}",
-            namespace.unwrap_or("*"),
-            names.join(",")
+    /// Why this journal must not be acted on between the clusters whose `kube-system` UIDs
+    /// are `now`: it names other clusters (one was recreated at the same address), or none (an
+    /// older version wrote it).
+    pub fn foreign_to(&self, now: &MoveId<'_>) -> Option<String> {
+        let recorded = (
+            self.source.identity.as_deref(),
+            self.target.identity.as_deref(),
         );
-        format!("{:016x}", fnv1a(key.as_bytes()))
-    }
-
-    /// The file name for a move of these Clusters between these servers.
-    pub fn file_name(
-        source: &str,
-        target: &str,
-        namespace: Option<&str>,
-        clusters: &[String],
-    ) -> String {
-        format!(
-            "move-{}-{}.json",
-            namespace.unwrap_or("all-namespaces"),
-            Journal::key(source, target, namespace, clusters)
-        )
+        match recorded {
+            (Some(source), Some(target)) if source == now.source_uid && target == now.target_uid => {
+                None
+            }
+            (Some(source), Some(_)) if source != now.source_uid => Some(format!(
+                "it was written for another cluster at {} (kube-system UID {source}; the one there now has {}): the cluster was recreated at that address",
+                self.source.server, now.source_uid
+            )),
+            (Some(_), Some(target)) => Some(format!(
+                "it was written for another cluster at {} (kube-system UID {target}; the one there now has {}): the cluster was recreated at that address",
+                self.target.server, now.target_uid
+            )),
+            _ => Some(
+                "an older version of kubectl-capi wrote it without the clusters' identities, so it cannot tell whether the clusters at these addresses are the ones it was written for".into(),
+            ),
+        }
     }
 
     pub fn load(path: &Path) -> Result<Journal> {
@@ -305,6 +309,67 @@ impl Journal {
     pub fn entry_mut(&mut self, uid: &str) -> Option<&mut Entry> {
         let at = self.position(uid)?;
         Some(&mut self.entries[at])
+    }
+}
+
+/// What a move's records are about: its two clusters (each by URL and by the UID of its
+/// `kube-system` namespace, which is fixed for the cluster's life), the namespace and the named
+/// Clusters. The same command between the same clusters finds the same records; a cluster
+/// recreated at the same address does not inherit them.
+#[derive(Debug, Clone, Copy)]
+pub struct MoveId<'a> {
+    pub source: &'a str,
+    pub source_uid: &'a str,
+    pub target: &'a str,
+    pub target_uid: &'a str,
+    /// `None`: all namespaces.
+    pub namespace: Option<&'a str>,
+    pub clusters: &'a [String],
+}
+
+impl MoveId<'_> {
+    /// The part of the key the addresses give: records of a move between other clusters at the
+    /// same addresses share it (and older versions keyed records by it alone).
+    pub fn address_key(&self) -> String {
+        let mut names = self.clusters.to_vec();
+        names.sort();
+        let key = format!(
+            "{}\n{}\n{}\n{}",
+            self.source,
+            self.target,
+            self.namespace.unwrap_or("*"),
+            names.join(",")
+        );
+        format!("{:016x}", fnv1a(key.as_bytes()))
+    }
+
+    /// A stable key for this move between these two clusters.
+    pub fn key(&self) -> String {
+        let identities = format!("{}\n{}", self.source_uid, self.target_uid);
+        format!(
+            "{}-{:016x}",
+            self.address_key(),
+            fnv1a(identities.as_bytes())
+        )
+    }
+
+    /// The beginning of the file names of this move's journals between any clusters at these
+    /// addresses.
+    pub fn file_prefix(&self) -> String {
+        format!(
+            "move-{}-{}",
+            self.namespace.unwrap_or("all-namespaces"),
+            self.address_key()
+        )
+    }
+
+    /// The file name of this move's journal.
+    pub fn file_name(&self) -> String {
+        format!(
+            "move-{}-{}.json",
+            self.namespace.unwrap_or("all-namespaces"),
+            self.key()
+        )
     }
 }
 
@@ -498,6 +563,33 @@ async fn save_off_the_runtime(text: std::sync::Arc<str>, path: &Path) -> Result<
         .map_err(|e| Error::Usage(format!("saving the move journal failed: {e}")))?
 }
 
+/// Sets a journal file aside (`set-aside-<name>` beside it, pruned like a finished record):
+/// no command acts on it, and it is still there to read. Returns where it went.
+pub fn set_aside(path: &Path) -> Result<PathBuf> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let aside = path.with_file_name(format!("{SET_ASIDE_PREFIX}{name}"));
+    let fail = |e: std::io::Error| {
+        Error::Usage(format!(
+            "cannot set the move journal {} aside: {e}; move it away by hand",
+            path.display()
+        ))
+    };
+    std::fs::rename(path, &aside).map_err(fail)?;
+    // Pruned by age from now on, not from when it was written.
+    std::fs::File::options()
+        .write(true)
+        .open(&aside)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+        .map_err(fail)?;
+    Ok(aside)
+}
+
+/// The beginning of the name of a journal file set aside.
+pub const SET_ASIDE_PREFIX: &str = "set-aside-";
+
 /// How long the record of a finished move is kept.
 pub const FINISHED_RECORDS_KEPT: std::time::Duration =
     std::time::Duration::from_secs(30 * 24 * 3600);
@@ -509,16 +601,24 @@ pub fn prune_finished(dir: &Path) {
         return;
     };
     for path in files.flatten().map(|f| f.path()) {
-        let is_journal = path
+        let name = path
             .file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("move-") && n.ends_with(".json"));
+            .unwrap_or_default();
+        let set_aside = name.starts_with(SET_ASIDE_PREFIX);
+        let is_journal = name
+            .trim_start_matches(SET_ASIDE_PREFIX)
+            .starts_with("move-")
+            && name.ends_with(".json");
         let old = std::fs::metadata(&path)
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age > FINISHED_RECORDS_KEPT);
-        if is_journal && old && Journal::load(&path).is_ok_and(|j| j.stage.finished()) {
+        if is_journal
+            && old
+            && (set_aside || Journal::load(&path).is_ok_and(|j| j.stage.finished()))
+        {
             let _ = std::fs::remove_file(&path);
         }
     }
@@ -589,11 +689,13 @@ mod tests {
                 server: "https://a".into(),
                 context: None,
                 kubeconfig: None,
+                identity: None,
             },
             target: Endpoint {
                 server: "https://b".into(),
                 context: Some("b".into()),
                 kubeconfig: None,
+                identity: None,
             },
             namespace: Some("ns".into()),
             clusters: vec![],
@@ -641,35 +743,59 @@ mod tests {
         assert!(!text.contains("data"), "names and UIDs only: {text}");
     }
 
+    fn id<'a>(
+        target_uid: &'a str,
+        namespace: Option<&'a str>,
+        clusters: &'a [String],
+    ) -> MoveId<'a> {
+        MoveId {
+            source: "https://a",
+            source_uid: "s1",
+            target: "https://b",
+            target_uid,
+            namespace,
+            clusters,
+        }
+    }
+
     #[test]
-    fn the_same_move_finds_the_same_file() {
-        let a = Journal::file_name(
-            "https://a",
-            "https://b",
-            Some("ns"),
-            &["x".into(), "y".into()],
+    fn the_same_move_between_the_same_clusters_finds_the_same_file() {
+        let (xy, yx) = (["x".into(), "y".into()], ["y".into(), "x".into()]);
+        let a = id("t1", Some("ns"), &xy);
+        assert_eq!(
+            a.file_name(),
+            id("t1", Some("ns"), &yx).file_name(),
+            "name order does not matter"
         );
-        let b = Journal::file_name(
-            "https://a",
-            "https://b",
-            Some("ns"),
-            &["y".into(), "x".into()],
-        );
-        assert_eq!(a, b, "name order does not matter");
+        assert_ne!(a.file_name(), id("t1", None, &xy).file_name());
+        let recreated = id("t2", Some("ns"), &xy);
         assert_ne!(
-            a,
-            Journal::file_name(
-                "https://a",
-                "https://c",
-                Some("ns"),
-                &["x".into(), "y".into()]
-            )
+            a.file_name(),
+            recreated.file_name(),
+            "a cluster recreated at the same address has records of its own"
         );
-        assert_ne!(
-            a,
-            Journal::file_name("https://a", "https://b", None, &["x".into(), "y".into()])
+        assert_eq!(a.file_prefix(), recreated.file_prefix());
+        assert!(a.file_name().starts_with(&a.file_prefix()));
+        assert!(a.file_name().starts_with("move-ns-") && a.file_name().ends_with(".json"));
+    }
+
+    #[test]
+    fn a_journal_of_other_clusters_or_of_none_is_foreign() {
+        let mut journal = sample();
+        let none: [String; 0] = [];
+        let now = id("t1", Some("ns"), &none);
+        let reason = journal.foreign_to(&now).unwrap();
+        assert!(reason.contains("older version"), "{reason}");
+        journal.source.identity = Some("s1".into());
+        journal.target.identity = Some("t1".into());
+        assert_eq!(journal.foreign_to(&now), None);
+        let reason = journal.foreign_to(&id("t2", Some("ns"), &none)).unwrap();
+        assert!(
+            reason.contains(
+                "another cluster at https://b (kube-system UID t1; the one there now has t2)"
+            ),
+            "{reason}"
         );
-        assert!(a.starts_with("move-ns-") && a.ends_with(".json"));
     }
 
     #[test]
@@ -949,6 +1075,22 @@ pub mod copy {
             }
         }
         found
+    }
+
+    /// The keys of every move whose copy is in `namespace` of `cluster`.
+    pub async fn keys(
+        cluster: &Cluster,
+        namespace: &str,
+    ) -> Result<std::collections::BTreeSet<String>> {
+        let listed = configmaps(cluster, namespace)
+            .list(&ListParams::default().labels(LABEL))
+            .await
+            .map_err(|e| cluster.api_error(e, "reading the move journals in the source cluster"))?;
+        Ok(listed
+            .items
+            .iter()
+            .filter_map(|c| c.metadata.labels.as_ref()?.get(LABEL).cloned())
+            .collect())
     }
 
     /// Removes the copy (the move is over).

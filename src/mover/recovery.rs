@@ -105,6 +105,77 @@ pub async fn recorded(records: &Records<'_>, rollback: bool) -> Result<Recorded>
     })
 }
 
+/// Where to look for records of this move written for other clusters at the same addresses.
+pub struct Elsewhere<'a> {
+    pub id: journal::MoveId<'a>,
+    /// The journal file this move uses.
+    pub path: &'a Path,
+    /// `--journal`: only that file is looked at, and one without identities (an older
+    /// version's) is taken as the user's choice.
+    pub chosen: bool,
+    pub source: &'a Cluster,
+    pub copy_namespace: &'a str,
+}
+
+/// Sets aside every record of this move that was written for other clusters at the same
+/// addresses (a cluster recreated there), or by an older version that recorded no identities:
+/// local journals are renamed (see [`journal::set_aside`]), copies in the source removed. Returns
+/// what was set aside and why, one line each; no command acts on those records.
+pub async fn set_aside_foreign(at: &Elsewhere<'_>) -> Result<Vec<String>> {
+    let mut notes = Vec::new();
+    let mut files = vec![at.path.to_path_buf()];
+    if !at.chosen
+        && let Some(dir) = at.path.parent()
+        && let Ok(entries) = std::fs::read_dir(dir)
+    {
+        let prefix = at.id.file_prefix();
+        files.extend(entries.flatten().map(|e| e.path()).filter(|p| {
+            p.as_path() != at.path
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".json"))
+        }));
+    }
+    for file in files.iter().filter(|f| f.exists()) {
+        let Ok(recorded) = Journal::load(file) else {
+            continue;
+        };
+        let unidentified = recorded.source.identity.is_none();
+        let Some(reason) = recorded.foreign_to(&at.id) else {
+            continue;
+        };
+        if at.chosen && unidentified {
+            continue;
+        }
+        let aside = journal::set_aside(file)?;
+        notes.push(format!(
+            "the journal {} was not acted on: {reason}; it was set aside as {}",
+            file.display(),
+            aside.display()
+        ));
+    }
+    let address_key = at.id.address_key();
+    let keys = journal::copy::keys(at.source, at.copy_namespace).await?;
+    for key in keys.iter().filter(|k| {
+        **k == address_key
+            || k.strip_prefix(address_key.as_str())
+                .is_some_and(|rest| rest.starts_with('-'))
+    }) {
+        let Some(recorded) = journal::copy::load(at.source, at.copy_namespace, key).await? else {
+            continue;
+        };
+        let Some(reason) = recorded.foreign_to(&at.id) else {
+            continue;
+        };
+        journal::copy::remove(at.source, at.copy_namespace, key).await?;
+        notes.push(format!(
+            "the journal's copy {key} in namespace {} of the source was not acted on: {reason}; it was removed",
+            at.copy_namespace
+        ));
+    }
+    Ok(notes)
+}
+
 /// How many of `entries` no longer exist in the source with their recorded UID.
 pub async fn originals_gone(source: &Cluster, entries: &[&Entry]) -> Result<usize> {
     let present: Vec<bool> = stream::iter(entries.iter().map(|entry| async move {

@@ -89,17 +89,24 @@ pub fn refusal(
     }
 }
 
-/// Reads both identities and returns the refusal, if any.
-pub async fn check(source: &Cluster, target: &Cluster) -> Result<Option<String>> {
-    let (a, b) = futures::try_join!(identify(source), identify(target))?;
-    Ok(refusal(&a, &b, &source.context, &target.context))
+/// The two clusters of a move, told apart: each one's `kube-system` UID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Distinct {
+    pub source: String,
+    pub target: String,
 }
 
-/// [`check`] as an error, for callers that only proceed when the ends differ.
-pub async fn ensure_distinct(source: &Cluster, target: &Cluster) -> Result<()> {
-    match check(source, target).await? {
-        Some(reason) => Err(Error::Refused(vec![reason])),
-        None => Ok(()),
+/// Reads both identities and returns them, or the refusal: one cluster as both ends, or an
+/// identity that cannot be read.
+pub async fn ensure_distinct(source: &Cluster, target: &Cluster) -> Result<Distinct> {
+    let (a, b) = futures::try_join!(identify(source), identify(target))?;
+    if let Some(reason) = refusal(&a, &b, &source.context, &target.context) {
+        return Err(Error::Refused(vec![reason]));
+    }
+    match (a.kube_system_uid, b.kube_system_uid) {
+        (Ok(source), Ok(target)) => Ok(Distinct { source, target }),
+        // (`refusal` has refused these already, with the context.)
+        (Err(why), _) | (_, Err(why)) => Err(Error::Refused(vec![why])),
     }
 }
 

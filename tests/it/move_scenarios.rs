@@ -31,7 +31,7 @@ pub const MOVE_NS1: [&str; 7] = [
 pub struct World {
     pub source: ApiServer,
     pub target: ApiServer,
-    _serving: (Serving, Serving),
+    serving: Option<(Serving, Serving)>,
     pub dir: tempfile::TempDir,
     /// The source's objects as loaded (before the move), by `Kind ns/name`.
     pub loaded: BTreeMap<String, Value>,
@@ -69,7 +69,7 @@ impl World {
         World {
             source,
             target,
-            _serving: serving,
+            serving: Some(serving),
             dir,
             loaded,
         }
@@ -107,6 +107,39 @@ impl World {
                     .collect::<Vec<_>>()
             })
             .collect()
+    }
+
+    /// Both management clusters recreated at the same addresses (a rebuilt kind cluster, a new
+    /// VIP): new servers — so new `kube-system` UIDs — holding `fixture` again, nothing moved.
+    pub async fn recreate(&mut self, fixture: &Fixture) {
+        let old = self.serving.take().expect("serving");
+        let ports = (old.0.addr.port(), old.1.addr.port());
+        drop(old);
+        let source = ApiServer::new(ServerOptions::default());
+        let target = ApiServer::new(ServerOptions::default());
+        for server in [&source, &target] {
+            crds::install_with_inventory(server, Dialect::V1beta2).unwrap();
+        }
+        fixture.load(&[&source, &target]).unwrap();
+        // The old listeners close as their tasks end.
+        let serve_at = |server: &ApiServer, port: u16| {
+            let server = server.clone();
+            async move {
+                for _ in 0..200 {
+                    if let Ok(serving) = server.serve(port).await {
+                        return serving;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                panic!("port {port} stayed taken");
+            }
+        };
+        self.serving = Some((
+            serve_at(&source, ports.0).await,
+            serve_at(&target, ports.1).await,
+        ));
+        self.source = source;
+        self.target = target;
     }
 
     /// `move --context source --to-context target` and `extra`.

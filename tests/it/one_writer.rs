@@ -85,7 +85,7 @@ fn grant_intruder(w: &World) {
 }
 
 /// The end state of a clean move of `fixture`'s ns1, for comparison.
-async fn clean_end_state(
+pub async fn clean_end_state(
     fixture: &Fixture,
 ) -> (
     std::collections::BTreeMap<String, serde_json::Value>,

@@ -1,0 +1,82 @@
+//! A move's history is evidence about specific clusters: journals name both clusters by
+//! identity, and one written for other clusters at the same addresses (a cluster recreated
+//! there) is never acted on. Real binaries against sandbox servers.
+
+use crate::common::Writes;
+use crate::move_scenarios::{Fixture, KillPoint, MOVE_NS1, World, end_state, kill_at};
+use crate::one_writer::clean_end_state;
+
+/// The one move journal in the world's state directory, and its text.
+fn the_journal(w: &World) -> (std::path::PathBuf, String) {
+    let dir = w.state_dir().join("kubectl-capi/moves");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("move-")
+        })
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    (files[0].clone(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journals_of_clusters_recreated_at_the_same_addresses_are_never_acted_on() {
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let (clean_source, clean_target) = clean_end_state(&fixture).await;
+    let mut w = World::start(&fixture).await;
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::Writes(8)).await);
+    let (path, interrupted) = the_journal(&w);
+    let recorded: serde_json::Value = serde_json::from_str(&interrupted).unwrap();
+    assert!(
+        recorded["source"]["identity"].is_string() && recorded["target"]["identity"].is_string(),
+        "the journal names both clusters: {}",
+        recorded["source"]
+    );
+
+    w.recreate(&fixture).await;
+    for verb in ["--resume", "--rollback"] {
+        std::fs::write(&path, &interrupted).unwrap();
+        let out = w.move_with(&["-n", "ns1", verb]).await;
+        assert_eq!(out.code, 1, "{verb}: {}", out.stderr);
+        let refused = format!("{} refused, nothing was written: the journal", &verb[2..]);
+        assert!(
+            out.stderr.contains(&refused)
+                && out.stderr.contains("was written for another cluster at http://127.0.0.1:")
+                && out.stderr.contains("the cluster was recreated at that address")
+                && out.stderr.contains("set aside as"),
+            "{verb}: {}",
+            out.stderr
+        );
+        assert!(!path.exists(), "{verb}: set aside");
+        for server in [&w.source, &w.target] {
+            assert!(server.writes().is_empty(), "{verb}: nothing written");
+        }
+    }
+
+    // A plain move says so once and moves everything.
+    std::fs::write(&path, &interrupted).unwrap();
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stderr.matches("was not acted on").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.starts_with("moved 1 Cluster(s)"), "{}", out.stdout);
+    assert_eq!(end_state(&w.target), clean_target);
+    assert_eq!(end_state(&w.source), clean_source);
+
+    // The record of that finished move does not make a move between recreated clusters a no-op.
+    w.recreate(&fixture).await;
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("moved 1 Cluster(s)"), "{}", out.stdout);
+    assert!(out.stderr.contains("was not acted on"), "{}", out.stderr);
+    assert_eq!(end_state(&w.target), clean_target);
+}
