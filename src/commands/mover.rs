@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use super::reporter::Reporter;
@@ -1046,11 +1047,8 @@ impl<'a> Move<'a> {
                 record.objects.unwrap_or_default()
             ))
         };
+        // Whatever a finished record says: a Cluster asked for that is not there is an error.
         if !missing.is_empty() {
-            if let Some(note) = finished_here() {
-                self.printer.info(&note);
-                return Ok(Step::Stop(ExitStatus::Success));
-            }
             return Err(Error::ClustersNotFound {
                 names: missing,
                 scope: scope_shown,
@@ -1063,13 +1061,16 @@ impl<'a> Move<'a> {
             .map(|n| n.reference.clone())
             .collect();
         let plan = plan(graph, &selected);
-        // After a finished move, what is left are at most the shared objects it copied and kept.
+        // As clusterctl: a scope with nothing to move is not an error. Nor is one whose every
+        // object stays in the source (shared or global) and is in the target already — after
+        // a finished move, say. A finished record alone never decides it.
         let only_kept = plan
             .scheduled
             .iter()
             .all(|u| plan.kept_in_source.contains(u));
-        if plan.groups.is_empty() || (history.finished.is_some() && only_kept) {
-            // As clusterctl: a scope with nothing to move is not an error.
+        let nothing_left =
+            plan.groups.is_empty() || (only_kept && self.all_in_target(&plan, &types).await?);
+        if nothing_left {
             self.printer.info(
                 &finished_here().unwrap_or_else(|| format!("nothing to move in {scope_shown}")),
             );
@@ -1081,6 +1082,43 @@ impl<'a> Move<'a> {
             plan,
             clusters,
         }))
+    }
+
+    /// Whether every object `plan` would copy is in the target already (by name; what is
+    /// there is then reused, or refused by the preflight). `false` without a target.
+    async fn all_in_target(
+        &self,
+        plan: &MovePlan,
+        types: &[crate::mover::discover::MoveType],
+    ) -> Result<bool> {
+        let Some(target) = &self.target else {
+            return Ok(false);
+        };
+        let found: Vec<bool> = futures::stream::iter(plan.scheduled.iter().map(|uid| {
+            let reference = &plan.node(uid).reference;
+            async move {
+                let Some(t) = type_of(types, reference) else {
+                    return Ok(false);
+                };
+                let namespace = if t.info.namespaced {
+                    reference.namespace.as_str()
+                } else {
+                    ""
+                };
+                let api = crate::mover::requests::api(&target.cluster, &t.resource, namespace);
+                let present = api.get_opt(&reference.name).await.map_err(|e| {
+                    target.cluster.api_error(
+                        e,
+                        &format!("reading {} in the target", reference.kind_and_place()),
+                    )
+                })?;
+                Ok::<_, Error>(present.is_some())
+            }
+        }))
+        .buffered(usize::from(self.args.concurrency))
+        .try_collect()
+        .await?;
+        Ok(found.iter().all(|present| *present))
     }
 
     /// `--to-directory`: a backup after the source-side checks.

@@ -162,8 +162,11 @@ pub async fn list_objects_keeping(
                 object,
                 managed_fields: managed,
             } = listed;
-            // A move's own journal copy is never part of a move.
-            if crate::mover::journal::copy::is_journal(&object) {
+            // The tool's own records — a move's journal copy, a moved Cluster's verification
+            // record — are never part of a move.
+            if crate::mover::journal::copy::is_journal(&object)
+                || crate::verify::MovedCluster::is_record(&object)
+            {
                 return;
             }
             let uid = object.metadata.uid.clone().unwrap_or_default();

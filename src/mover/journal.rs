@@ -424,22 +424,22 @@ impl JournalFile {
             }
             return Ok(());
         }
-        // Serialised once for both places, written to both at once.
+        // Serialised once for both places; the local file first, so that it is never behind
+        // the copy.
         let text: std::sync::Arc<str> = self.journal.to_json().into();
-        let local = save_off_the_runtime(text.clone(), &self.path);
-        let Some(copy) = &mut self.copy else {
-            return local.await;
-        };
-        let in_cluster = copy::save(
-            &copy.cluster,
-            &copy.namespace,
-            &copy.key,
-            &text,
-            (copy.written.as_ref(), slots.max(1)),
-        );
-        let (local, in_cluster) = tokio::join!(local, in_cluster);
-        local?;
-        copy.written = Some(in_cluster?);
+        save_off_the_runtime(text.clone(), &self.path).await?;
+        if let Some(copy) = &mut self.copy {
+            copy.written = Some(
+                copy::save(
+                    &copy.cluster,
+                    &copy.namespace,
+                    &copy.key,
+                    &text,
+                    (copy.written.as_ref(), slots.max(1)),
+                )
+                .await?,
+            );
+        }
         Ok(())
     }
 

@@ -57,6 +57,61 @@ pub async fn leave_in_target(
         .await
 }
 
+/// Removes from the source the records an earlier move left next to the Clusters `journal`
+/// moved (they moved in with them, and are never moved themselves): one LIST of records per
+/// namespace, each deleted by its UID. What cannot be removed is returned as a warning; the
+/// source's garbage collector removes it with its Cluster anyway.
+pub async fn remove_from_source(source: &Cluster, journal: &Journal) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let namespaces: std::collections::BTreeSet<&str> = journal
+        .moved
+        .iter()
+        .map(|m| m.cluster.namespace.as_str())
+        .collect();
+    for namespace in namespaces {
+        let configmaps: Api<ConfigMap> = Api::namespaced(source.client.clone(), namespace);
+        let listed = match configmaps
+            .list(&kube::api::ListParams::default().labels(RECORD_LABEL))
+            .await
+        {
+            Ok(listed) => listed.items,
+            Err(e) => {
+                warnings.push(format!(
+                    "earlier verification records in namespace {namespace} of the source were not checked: {}",
+                    source.api_error(e, "listing them")
+                ));
+                continue;
+            }
+        };
+        let moved_here: std::collections::BTreeSet<String> = journal
+            .moved
+            .iter()
+            .filter(|m| m.cluster.namespace == namespace)
+            .map(MovedCluster::record_name)
+            .collect();
+        for record in listed {
+            let (Some(name), Some(uid)) = (record.metadata.name, record.metadata.uid) else {
+                continue;
+            };
+            if !moved_here.contains(&name) {
+                continue;
+            }
+            match configmaps
+                .delete(&name, &super::requests::only_uid(&uid))
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+                Err(e) => warnings.push(format!(
+                    "the earlier verification record configmap/{name} in namespace {namespace} was left in the source: {}",
+                    source.api_error(e, "deleting it")
+                )),
+            }
+        }
+    }
+    warnings
+}
+
 /// Creates the record, or replaces an earlier record of the same Cluster (one an earlier move
 /// left, labelled so); a ConfigMap of that name that is not a record is left alone.
 async fn write(

@@ -249,7 +249,9 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
         progress,
     )
     .await?;
-    let not_recorded = super::record::leave_in_target(target, &journal.journal, concurrency).await;
+    let mut not_recorded =
+        super::record::leave_in_target(target, &journal.journal, concurrency).await;
+    not_recorded.extend(super::record::remove_from_source(source, &journal.journal).await);
     journal.stage(Stage::Done).await?;
     let mut created: BTreeMap<String, usize> = BTreeMap::new();
     for entry in &journal.journal.entries {

@@ -26,11 +26,7 @@ pub fn type_of<'a>(types: &'a [MoveType], reference: &ObjectRef) -> Option<&'a M
         .find(|t| t.info.group == reference.group() && t.info.kind == reference.kind)
 }
 
-pub(super) fn api(
-    cluster: &Cluster,
-    resource: &ApiResource,
-    namespace: &str,
-) -> Api<DynamicObject> {
+pub fn api(cluster: &Cluster, resource: &ApiResource, namespace: &str) -> Api<DynamicObject> {
     if namespace.is_empty() {
         Api::all_with(cluster.client.clone(), resource)
     } else {

@@ -200,9 +200,10 @@ pub async fn run(
         progress,
     )
     .await?;
-    let not_recorded =
+    let mut not_recorded =
         super::record::leave_in_target(&target.cluster, &journal.journal, options.concurrency)
             .await;
+    not_recorded.extend(super::record::remove_from_source(source, &journal.journal).await);
     journal.stage(Stage::Done).await?;
     phases.unpause = lap_seconds();
     Ok(Summary {

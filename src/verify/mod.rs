@@ -212,6 +212,16 @@ impl MovedCluster {
         })
     }
 
+    /// Whether `object` is a ConfigMap holding a moved Cluster's record.
+    pub fn is_record(object: &DynamicObject) -> bool {
+        object.types.as_ref().is_none_or(|t| t.kind == "ConfigMap")
+            && object
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(RECORD_LABEL))
+    }
+
     /// Reads a record back from its ConfigMap; `None` when it is not one.
     pub fn from_configmap(object: &DynamicObject) -> Option<MovedCluster> {
         let labelled = object

@@ -46,8 +46,12 @@ async fn journals_of_clusters_recreated_at_the_same_addresses_are_never_acted_on
         let refused = format!("{} refused, nothing was written: the journal", &verb[2..]);
         assert!(
             out.stderr.contains(&refused)
-                && out.stderr.contains("was written for another cluster at http://127.0.0.1:")
-                && out.stderr.contains("the cluster was recreated at that address")
+                && out
+                    .stderr
+                    .contains("was written for another cluster at http://127.0.0.1:")
+                && out
+                    .stderr
+                    .contains("the cluster was recreated at that address")
                 && out.stderr.contains("set aside as"),
             "{verb}: {}",
             out.stderr
@@ -68,7 +72,11 @@ async fn journals_of_clusters_recreated_at_the_same_addresses_are_never_acted_on
         "{}",
         out.stderr
     );
-    assert!(out.stdout.starts_with("moved 1 Cluster(s)"), "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with("moved 1 Cluster(s)"),
+        "{}",
+        out.stdout
+    );
     assert_eq!(end_state(&w.target), clean_target);
     assert_eq!(end_state(&w.source), clean_source);
 
@@ -76,7 +84,146 @@ async fn journals_of_clusters_recreated_at_the_same_addresses_are_never_acted_on
     w.recreate(&fixture).await;
     let out = w.plugin(&MOVE_NS1).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.starts_with("moved 1 Cluster(s)"), "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with("moved 1 Cluster(s)"),
+        "{}",
+        out.stdout
+    );
     assert!(out.stderr.contains("was not acted on"), "{}", out.stderr);
     assert_eq!(end_state(&w.target), clean_target);
+}
+
+/// Two provisioned Clusters in ns1 and a global identity.
+fn two_clusters() -> Fixture {
+    let mut f = Fixture::default();
+    f.provisioned("ns1", "foo", 1)
+        .provisioned("ns1", "bar", 1)
+        .global_identity(serde_json::json!({}));
+    f
+}
+
+/// Status travels with the objects (no controllers rebuild it here), so they can move back.
+const FORWARD: [&str; 8] = [
+    "move",
+    "--context",
+    "source",
+    "--to-context",
+    "target",
+    "-n",
+    "ns1",
+    "--restore-status",
+];
+const BACK: [&str; 8] = [
+    "move",
+    "--context",
+    "target",
+    "--to-context",
+    "source",
+    "-n",
+    "ns1",
+    "--restore-status",
+];
+
+fn record_in(server: &capi_sandbox::ApiServer, cluster: &str) -> Option<serde_json::Value> {
+    server.object(
+        "",
+        "configmaps",
+        "ns1",
+        &format!("kubectl-capi-moved-{cluster}"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_finished_move_a_rerun_moves_what_is_new_and_refuses_what_is_not_there() {
+    let w = World::start(&two_clusters()).await;
+    let out = w.plugin(&FORWARD).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("moved 2 Cluster(s)"),
+        "{}",
+        out.stdout
+    );
+
+    // Nothing left: said so, nothing written.
+    let before = (w.source.writes().len(), w.target.writes().len());
+    let out = w.plugin(&FORWARD).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("finished at") && out.stderr.contains("nothing left to move"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!((w.source.writes().len(), w.target.writes().len()), before);
+
+    // A Cluster name that does not exist, or an empty one: an error, whatever the record says.
+    for name in ["", "nosuch"] {
+        let out = w.plugin(&[&FORWARD[..], &[name]].concat()).await;
+        assert_eq!(out.code, 2, "{name:?}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("clusters.cluster.x-k8s.io \"{name}\" not found")),
+            "{name:?}: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("nothing left"), "{}", out.stderr);
+    }
+
+    // A new global object the target lacks is moved.
+    w.source
+        .load(
+            serde_json::json!({"apiVersion": crate::move_scenarios::INFRA,
+            "kind": "DockerClusterIdentity", "metadata": {"name": "identity2"}}),
+        )
+        .unwrap();
+    let out = w.plugin(&FORWARD).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("nothing left"), "{}", out.stderr);
+    assert!(
+        w.target
+            .object(
+                "infrastructure.cluster.x-k8s.io",
+                "dockerclusteridentitys",
+                "",
+                "identity2"
+            )
+            .is_some(),
+        "{}",
+        out.stdout
+    );
+
+    // foo moved back; the same command moves it again. Its verification record is the tool's
+    // own: never planned, written afresh in each target, gone from each source.
+    let (groups, _) = {
+        let out = w
+            .plugin(&[&BACK[..], &["foo", "--dry-run", "-o", "json"]].concat())
+            .await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let plan: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        (plan["groups"].clone(), ())
+    };
+    assert!(
+        !groups.to_string().contains("kubectl-capi-moved-"),
+        "records are not planned: {groups}"
+    );
+    let out = w.plugin(&[&BACK[..], &["foo"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(record_in(&w.source, "foo").is_some(), "a fresh record");
+    assert!(record_in(&w.target, "foo").is_none(), "the old one removed");
+    assert!(record_in(&w.target, "bar").is_some());
+    let out = w.plugin(&FORWARD).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("moved 1 Cluster(s)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        w.target
+            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+            .is_some()
+            && w.source
+                .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+                .is_none()
+    );
+    assert!(record_in(&w.target, "foo").is_some() && record_in(&w.source, "foo").is_none());
 }
