@@ -1182,6 +1182,12 @@ impl<'a> Move<'a> {
                 },
             )
         } else {
+            let unfinished = super::ready::unfinished_moves(
+                &self.source,
+                &crate::mover::graph::snapshot_of(objects),
+                self.settings,
+            )
+            .await;
             let found = preflight(
                 plan,
                 types,
@@ -1195,6 +1201,7 @@ impl<'a> Move<'a> {
                     journal_namespace: self.records.as_ref().map(|r| r.copy_namespace.as_str()),
                     flags: &self.settings.connection.as_flags(),
                     concurrency: usize::from(self.args.concurrency),
+                    unfinished: &unfinished,
                 },
             )
             .await?;

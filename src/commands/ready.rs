@@ -108,7 +108,7 @@ pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<(
 /// The kubectl-capi moves that paused Clusters of the snapshot and did not finish, from their
 /// journal copies (in the Clusters' namespaces and `default`), with the commands that finish
 /// and undo them — repeating the user's connection flags, so that they work when pasted.
-async fn unfinished_moves(
+pub async fn unfinished_moves(
     cluster: &Cluster,
     snapshot: &Snapshot,
     settings: &Settings,

@@ -316,6 +316,9 @@ pub struct ThisMove<'a> {
     pub flags: &'a str,
     /// `--concurrency`: requests in flight at once (reviews, dry runs), as for the writes.
     pub concurrency: usize,
+    /// Other kubectl-capi moves that paused Clusters here and did not finish: a Cluster they
+    /// paused is refused with the commands that continue or undo them, never with an unpause.
+    pub unfinished: &'a [crate::ready::evaluate::UnfinishedMove],
 }
 
 impl Default for ThisMove<'_> {
@@ -326,6 +329,7 @@ impl Default for ThisMove<'_> {
             journal_namespace: None,
             flags: "",
             concurrency: DEFAULT_CONCURRENCY,
+            unfinished: &[],
         }
     }
 }
@@ -381,7 +385,7 @@ fn source_checks(
             .map(|c| (c.namespace.clone(), c.name.clone()))
             .collect(),
         strict: false,
-        unfinished_moves: Vec::new(),
+        unfinished_moves: this_move.unfinished.to_vec(),
         flags: this_move.flags.to_string(),
     };
     let report = evaluate(&snapshot, &options);

@@ -227,3 +227,42 @@ async fn after_a_finished_move_a_rerun_moves_what_is_new_and_refuses_what_is_not
     );
     assert!(record_in(&w.target, "foo").is_some() && record_in(&w.source, "foo").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clusters_paused_by_an_interrupted_move_are_refused_with_how_to_continue_it() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let named = [&MOVE_NS1[..], &["foo"]].concat();
+    assert!(kill_at(&w, &named, KillPoint::Writes(6)).await);
+    assert_eq!(
+        w.source
+            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+            .unwrap()["spec"]["paused"],
+        true,
+        "the interrupted move paused it"
+    );
+    // Another move of the namespace (another journal) finds foo paused by that move.
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("a kubectl-capi move paused it and did not finish: continue it with `"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("kubectl patch"), "{}", out.stderr);
+    let hint = out
+        .stderr
+        .split("continue it with `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap()
+        .to_string();
+    assert!(hint.ends_with("--resume"), "{hint}");
+    let pasted = w.paste(&hint).await;
+    assert_eq!(pasted.code, 0, "{hint}: {}", pasted.stderr);
+    assert!(
+        w.target
+            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+            .is_some()
+    );
+}
