@@ -644,6 +644,8 @@ struct Planned {
 struct Checked {
     in_target: BTreeSet<String>,
     made_namespaces: Vec<crate::mover::namespaces::MadeNamespace>,
+    /// Objects whose copy an earlier move between these clusters made: reused.
+    reused: BTreeSet<String>,
 }
 
 /// One run of `kubectl capi move` between two clusters (or to a directory): its flags, its ends
@@ -1179,9 +1181,14 @@ impl<'a> Move<'a> {
                 Checked {
                     in_target: BTreeSet::new(),
                     made_namespaces: Vec::new(),
+                    reused: BTreeSet::new(),
                 },
             )
         } else {
+            let between = self.records.as_ref().map(|r| crate::verify::Between {
+                source: r.identities.source.clone(),
+                target: r.identities.target.clone(),
+            });
             let unfinished = super::ready::unfinished_moves(
                 &self.source,
                 &crate::mover::graph::snapshot_of(objects),
@@ -1202,6 +1209,7 @@ impl<'a> Move<'a> {
                     flags: &self.settings.connection.as_flags(),
                     concurrency: usize::from(self.args.concurrency),
                     unfinished: &unfinished,
+                    earlier_copies: between.as_ref().map(|b| (&self.source, b)),
                 },
             )
             .await?;
@@ -1210,6 +1218,7 @@ impl<'a> Move<'a> {
                 Checked {
                     in_target: found.in_target,
                     made_namespaces: found.made_namespaces,
+                    reused: found.reused,
                 },
             )
         };
@@ -1303,6 +1312,10 @@ impl<'a> Move<'a> {
                 // Not in the first plan, so not created by this move.
                 None => entry.preexisting = checked.in_target.contains(&entry.uid),
             }
+            if checked.reused.contains(&entry.uid) {
+                entry.reused = true;
+                entry.kept_in_source = true;
+            }
         }
         journal
     }
@@ -1324,6 +1337,8 @@ impl<'a> Move<'a> {
             mut plan,
             clusters,
         } = planned;
+        // A reused copy's original stays in the source, as a global object's does.
+        plan.kept_in_source.extend(checked.reused.iter().cloned());
         // The move re-reads every object once the source is paused.
         drop(objects);
         plan.release_objects();

@@ -415,7 +415,8 @@ fn job<'a>(
         Some(j) => j.journal.entry(uid).is_some_and(|e| e.preexisting),
         None => how.preexisting.contains(uid),
     };
-    let when_existing = if node.is_global || node.global_hierarchy {
+    let reused = journal.is_some_and(|j| j.journal.entry(uid).is_some_and(|e| e.reused));
+    let when_existing = if node.is_global || node.global_hierarchy || reused {
         WhenExisting::Reuse
     } else if was_there {
         if how.overwrite_existing {

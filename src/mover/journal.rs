@@ -72,6 +72,11 @@ pub struct Entry {
     /// Removed from the target again by a rollback.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub removed: bool,
+    /// Its copy in the target is one an earlier move between these two clusters made (their
+    /// records say so, by UID): reused like a global object — never overwritten, never removed,
+    /// and the original stays in the source.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reused: bool,
     /// Its owners and soft owners in this move (source UIDs): deleted only after it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owners: Vec<String>,
@@ -163,6 +168,7 @@ impl Journal {
                     deleted: false,
                     sent: false,
                     removed: false,
+                    reused: false,
                     owners: super::schedule::owners_in_plan(plan, uid),
                 });
             }
@@ -719,6 +725,7 @@ mod tests {
                 deleted: false,
                 sent: true,
                 removed: false,
+                reused: false,
                 owners: vec!["u0".into()],
             }],
         }

@@ -302,6 +302,9 @@ pub struct Preflight {
     /// passed): to remove again if the move writes nothing into them (a dry run, a stop before
     /// the first create).
     pub made_namespaces: Vec<MadeNamespace>,
+    /// Objects (source UIDs) whose copy in the target an earlier move between these two
+    /// clusters made: reused, not refused.
+    pub reused: BTreeSet<String>,
 }
 
 /// What the preflight knows of this move beyond its plan.
@@ -319,6 +322,9 @@ pub struct ThisMove<'a> {
     /// Other kubectl-capi moves that paused Clusters here and did not finish: a Cluster they
     /// paused is refused with the commands that continue or undo them, never with an unpause.
     pub unfinished: &'a [crate::ready::evaluate::UnfinishedMove],
+    /// The source and the two clusters' identities: where to look for the copies earlier
+    /// moves between them made, which this one reuses instead of refusing.
+    pub earlier_copies: Option<(&'a Cluster, &'a crate::verify::Between)>,
 }
 
 impl Default for ThisMove<'_> {
@@ -330,6 +336,7 @@ impl Default for ThisMove<'_> {
             flags: "",
             concurrency: DEFAULT_CONCURRENCY,
             unfinished: &[],
+            earlier_copies: None,
         }
     }
 }
@@ -349,6 +356,7 @@ pub async fn preflight(
         return Ok(Preflight {
             failures,
             in_target: BTreeSet::new(),
+            reused: BTreeSet::new(),
             made_namespaces: Vec::new(),
         });
     };
@@ -359,6 +367,7 @@ pub async fn preflight(
         return Ok(Preflight {
             failures,
             in_target: BTreeSet::new(),
+            reused: BTreeSet::new(),
             made_namespaces: Vec::new(),
         });
     }
@@ -498,6 +507,7 @@ pub async fn dry_run_creates(
     .buffered(this_move.concurrency.max(1))
     .collect()
     .await;
+    let mut unexpected = Vec::new();
     for (uid, node, result) in answers {
         match result {
             Ok(_) => {}
@@ -510,7 +520,7 @@ pub async fn dry_run_creates(
                         .earlier
                         .is_some_and(|j| j.created_by_this_move(uid));
                 if !expected && !this_move.overwrite_existing {
-                    failures.push(Refusal::AlreadyExists(node.reference.clone()));
+                    unexpected.push((uid, node));
                 }
             }
             Err(kube::Error::Api(s)) => failures.push(Refusal::Rejected {
@@ -522,6 +532,48 @@ pub async fn dry_run_creates(
             }
         }
     }
+    let reused = match (unexpected.is_empty(), this_move.earlier_copies) {
+        (false, Some((source, between))) => {
+            let namespaces = unexpected
+                .iter()
+                .map(|(_, node)| node.reference.namespace.clone())
+                .collect();
+            let copies =
+                super::record::earlier_copies([source, target], &namespaces, between).await?;
+            let mut reused = BTreeSet::new();
+            for (uid, node) in unexpected {
+                let Some(t) = type_of(types, &node.reference) else {
+                    failures.push(Refusal::AlreadyExists(node.reference.clone()));
+                    continue;
+                };
+                let found = api(target, &t.resource, &node.reference.namespace)
+                    .get_opt(&node.reference.name)
+                    .await
+                    .map_err(|e| {
+                        target.api_error(
+                            e,
+                            &format!("reading {} in the target", node.reference.kind_and_place()),
+                        )
+                    })?
+                    .and_then(|o| o.metadata.uid);
+                match found {
+                    Some(target_uid) if copies.contains(&pair(uid, &target_uid)) => {
+                        reused.insert(uid.clone());
+                    }
+                    _ => failures.push(Refusal::AlreadyExists(node.reference.clone())),
+                }
+            }
+            reused
+        }
+        _ => {
+            failures.extend(
+                unexpected
+                    .into_iter()
+                    .map(|(_, node)| Refusal::AlreadyExists(node.reference.clone())),
+            );
+            BTreeSet::new()
+        }
+    };
     if !failures.is_empty() {
         remove_namespaces(target, &created_namespaces).await;
         created_namespaces.clear();
@@ -530,7 +582,17 @@ pub async fn dry_run_creates(
         failures,
         in_target,
         made_namespaces: created_namespaces,
+        reused,
     })
+}
+
+/// Two UIDs of one object and its copy, whichever cluster holds which.
+pub fn pair(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
 }
 
 /// Whether the target has a CRD for the kind that serves the version it is stored in here.

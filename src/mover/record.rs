@@ -9,7 +9,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use super::journal::Journal;
 use crate::kube::{Cluster, FIELD_MANAGER};
 use crate::names::CORE_GROUP;
-use crate::verify::{MovedCluster, RECORD_LABEL};
+use crate::verify::{Between, Copied, MovedCluster, RECORD_KEY, RECORD_LABEL};
 
 /// Writes the record of each Cluster `journal` moved into the target, at most `concurrency` at
 /// once. A record is not part of the move: what could not be written is returned as a warning
@@ -23,6 +23,26 @@ pub async fn leave_in_target(
         .finished_at
         .clone()
         .unwrap_or_else(super::journal::now);
+    let between = match (&journal.source.identity, &journal.target.identity) {
+        (Some(source), Some(target)) => Some(Between {
+            source: source.clone(),
+            target: target.clone(),
+        }),
+        _ => None,
+    };
+    // The copies this move made, or reused, of what stays in the source.
+    let copies: Vec<Copied> = journal
+        .entries
+        .iter()
+        .filter(|e| e.kept_in_source && (e.created || e.reused))
+        .filter_map(|e| {
+            Some(Copied {
+                source_uid: e.uid.clone(),
+                target_uid: e.target_uid.clone()?,
+            })
+        })
+        .collect();
+    let (between, copies) = (&between, &copies);
     let writes = journal.moved.iter().map(|moved| {
         let uid = journal
             .entries
@@ -42,7 +62,12 @@ pub async fn leave_in_target(
                     moved.cluster.kubectl_name()
                 ));
             };
-            write(target, moved, &uid, &moved_at).await.err()
+            let moved = MovedCluster {
+                between: between.clone(),
+                copies: copies.clone(),
+                ..moved.clone()
+            };
+            write(target, &moved, &uid, &moved_at).await.err()
         }
     });
     stream::iter(writes)
@@ -110,6 +135,48 @@ pub async fn remove_from_source(source: &Cluster, journal: &Journal) -> Vec<Stri
         }
     }
     warnings
+}
+
+/// The copies earlier moves between the two clusters of `between` made of objects kept in the
+/// source, as their records in `namespaces` of either cluster say: unordered UID pairs (see
+/// [`super::preflight::pair`]). A record that cannot be read is an error, not an empty answer.
+pub async fn earlier_copies(
+    clusters: [&Cluster; 2],
+    namespaces: &std::collections::BTreeSet<String>,
+    between: &Between,
+) -> crate::error::Result<std::collections::BTreeSet<(String, String)>> {
+    let mut copies = std::collections::BTreeSet::new();
+    for cluster in clusters {
+        for namespace in namespaces.iter().filter(|n| !n.is_empty()) {
+            let configmaps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
+            let listed = configmaps
+                .list(&kube::api::ListParams::default().labels(RECORD_LABEL))
+                .await
+                .map_err(|e| {
+                    cluster.api_error(
+                        e,
+                        &format!("reading the move records in namespace {namespace}"),
+                    )
+                })?;
+            for record in listed.items {
+                let Some(text) = record.data.as_ref().and_then(|d| d.get(RECORD_KEY)) else {
+                    continue;
+                };
+                let Ok(moved) = serde_json::from_str::<MovedCluster>(text) else {
+                    continue;
+                };
+                if moved.between.as_ref().is_some_and(|b| b.same_pair(between)) {
+                    copies.extend(
+                        moved
+                            .copies
+                            .iter()
+                            .map(|c| super::preflight::pair(&c.source_uid, &c.target_uid)),
+                    );
+                }
+            }
+        }
+    }
+    Ok(copies)
 }
 
 /// Creates the record, or replaces an earlier record of the same Cluster (one an earlier move

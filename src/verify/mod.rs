@@ -41,6 +41,36 @@ pub struct MovedCluster {
     /// stays there (`Kind namespace/name`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept_in_source: Vec<String>,
+    /// Between which two clusters the move ran (their `kube-system` UIDs), and the copies it
+    /// made there of objects kept in the source: a later move between the same two clusters,
+    /// either way, reuses such a copy instead of refusing it (and never overwrites it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between: Option<Between>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copies: Vec<Copied>,
+}
+
+/// The two clusters of a move, by their `kube-system` UIDs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Between {
+    pub source: String,
+    pub target: String,
+}
+
+impl Between {
+    /// The same two clusters, whichever was the source.
+    pub fn same_pair(&self, other: &Between) -> bool {
+        (self.source == other.source && self.target == other.target)
+            || (self.source == other.target && self.target == other.source)
+    }
+}
+
+/// One object a move copied and kept in the source: its UID there and its copy's in the target.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Copied {
+    pub source_uid: String,
+    pub target_uid: String,
 }
 
 /// Objects of one kind in one namespace that a move deleted from the source, by source UID.
@@ -95,6 +125,8 @@ impl MovedCluster {
         let scalers: Vec<ScalerView> =
             scalers(snapshot, &cluster.reference, control_plane_name(cluster)).collect();
         MovedCluster {
+            between: None,
+            copies: Vec::new(),
             cluster: cluster.reference.clone(),
             control_plane_machines: machines
                 .iter()
@@ -169,7 +201,7 @@ impl MovedCluster {
 /// Marks a ConfigMap as a moved Cluster's record; its value is the Cluster's name.
 pub const RECORD_LABEL: &str = "kubectl-capi.dev/moved-cluster";
 /// The record's key in the ConfigMap's data.
-const RECORD_KEY: &str = "moved.json";
+pub const RECORD_KEY: &str = "moved.json";
 /// The most a record's JSON may weigh in its ConfigMap: a server refuses ConfigMap data over
 /// 1 MiB. Past this (a Cluster of a few thousand Machines) the record leaves out the UIDs of what
 /// the move deleted, and the source is checked by the Cluster's and its Machines' names.

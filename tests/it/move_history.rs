@@ -266,3 +266,72 @@ async fn clusters_paused_by_an_interrupted_move_are_refused_with_how_to_continue
             .is_some()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_object_this_pair_copied_is_reused_both_ways_and_never_overwritten() {
+    let mut f = Fixture::default();
+    f.provisioned("ns1", "foo", 1)
+        .provisioned("ns1", "bar", 1)
+        .add(
+            "v1",
+            "Secret",
+            "ns1",
+            "cloud-config",
+            &[],
+            serde_json::json!({"metadata": {"labels": {crate::move_scenarios::MOVE_LABEL: ""}}}),
+        );
+    let w = World::start(&f).await;
+    let secret = |server: &capi_sandbox::ApiServer| {
+        server
+            .object("", "secrets", "ns1", "cloud-config")
+            .map(|s| {
+                (
+                    s["metadata"]["uid"].as_str().unwrap().to_string(),
+                    s["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                )
+            })
+    };
+    let original = secret(&w.source).unwrap();
+
+    // foo: the labelled Secret is copied and kept in the source.
+    let out = w.plugin(&[&FORWARD[..], &["foo"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let copy = secret(&w.target).expect("copied");
+    // bar: the copy foo's move made is reused, not refused.
+    let out = w.plugin(&[&FORWARD[..], &["bar"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(secret(&w.target), Some(copy.clone()), "never overwritten");
+    // foo back: the original in the source is the other end of that copy.
+    let out = w.plugin(&[&BACK[..], &["foo"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(secret(&w.source), Some(original), "never overwritten");
+    assert_eq!(
+        secret(&w.target),
+        Some(copy),
+        "kept where bar still uses it"
+    );
+
+    // An object of that name the records do not pair with it is still refused.
+    let out = w.plugin(&[&BACK[..], &["bar"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    capi_sandbox::api::delete(&w.source.client(), "v1", "Secret", "ns1", "cloud-config")
+        .await
+        .unwrap();
+    w.source
+        .load(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "cloud-config", "namespace": "ns1",
+                "labels": {crate::move_scenarios::MOVE_LABEL: ""}}}))
+        .unwrap();
+    let out = w.plugin(&[&FORWARD[..], &["foo"]].concat()).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "Secret ns1/cloud-config already exists in the target and was not created by this move"
+        ),
+        "{}",
+        out.stderr
+    );
+}
