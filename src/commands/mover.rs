@@ -1076,6 +1076,20 @@ impl<'a> Move<'a> {
             self.printer.info(
                 &finished_here().unwrap_or_else(|| format!("nothing to move in {scope_shown}")),
             );
+            // An interrupted move with nothing left to do: its journal does not outlive it.
+            if let (Some(journal), Some(records), DryRun::None) =
+                (&history.unfinished, &self.records, self.args.dry_run)
+            {
+                let mut closed = journal.clone();
+                closed.finished_at = Some(journal::now());
+                self.journal_file(records, closed)
+                    .stage(Stage::Done)
+                    .await?;
+                self.printer.info(&format!(
+                    "the interrupted move recorded in {} had nothing left to do; its journal is closed and its copy in the source removed",
+                    records.path.display()
+                ));
+            }
             return Ok(Step::Stop(ExitStatus::Success));
         }
         Ok(Step::Go(Planned {

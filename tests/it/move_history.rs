@@ -335,3 +335,46 @@ async fn a_shared_object_this_pair_copied_is_reused_both_ways_and_never_overwrit
         out.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_journal_with_nothing_left_to_do_is_closed() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::Writes(6)).await);
+    // Someone finished the job by other means: ns1 of the source holds nothing to move.
+    for object in w.source.dump() {
+        let is_copy = object["metadata"]["labels"]
+            .get("kubectl-capi.dev/move-journal")
+            .is_some();
+        let in_ns1 = object["metadata"]["namespace"] == "ns1";
+        if in_ns1 && !is_copy && object["kind"] != "Provider" {
+            capi_sandbox::api::delete(
+                &w.source.client(),
+                object["apiVersion"].as_str().unwrap(),
+                object["kind"].as_str().unwrap(),
+                "ns1",
+                object["metadata"]["name"].as_str().unwrap(),
+            )
+            .await
+            .ok();
+        }
+    }
+    w.source.collect_garbage();
+    let out = w.plugin(&[&MOVE_NS1[..], &["--resume"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("had nothing left to do; its journal is closed"),
+        "{}",
+        out.stderr
+    );
+    let (_, text) = the_journal(&w);
+    let closed: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(closed["stage"], "done");
+    assert_eq!(closed["entries"], serde_json::json!([]));
+    assert!(
+        w.source.dump().iter().all(|o| o["metadata"]["labels"]
+            .get("kubectl-capi.dev/move-journal")
+            .is_none()),
+        "the copy is gone"
+    );
+}

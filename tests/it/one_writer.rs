@@ -385,3 +385,88 @@ async fn a_copy_removed_by_a_command_without_the_lease_keeps_its_original_in_the
     );
     assert!(w.source.lease().is_none());
 }
+
+/// A lease another kubectl-capi command holds on `server` right now (renewed this instant).
+fn hold_lease(server: &ApiServer, command: &str) {
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    let holder = serde_json::json!({"host": "ops-laptop", "pid": 777, "command": command,
+        "since": "2026-12-04T10:00:00Z"});
+    server
+        .load(
+            serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "kubectl-capi", "namespace": "kube-system",
+                "annotations": {"kubectl-capi.dev/holder": holder.to_string()}},
+            "spec": {"holderIdentity": "ops-laptop/777/1", "leaseDurationSeconds": 60,
+                "acquireTime": now, "renewTime": now}}),
+        )
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backups_restores_and_dry_runs_respect_a_live_lease() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let backup = w.dir.path().join("backup");
+    let out = w
+        .plugin(&[
+            "move",
+            "--context",
+            "source",
+            "-n",
+            "ns1",
+            "--to-directory",
+            backup.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let before = (w.source.writes().len(), w.target.writes().len());
+    hold_lease(&w.source, "kubectl capi move -n ns1 --to-context elsewhere");
+    let second = w.dir.path().join("second-backup");
+    for args in [
+        vec![
+            "move",
+            "--context",
+            "source",
+            "-n",
+            "ns1",
+            "--to-directory",
+            second.to_str().unwrap(),
+        ],
+        [&MOVE_NS1[..], &["--dry-run=server"]].concat(),
+    ] {
+        let out = w.plugin(&args).await;
+        assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(
+                "`kubectl capi move -n ns1 --to-context elsewhere` (process 777 on ops-laptop"
+            ),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    // A restore writes into the target first: it takes the target's lease.
+    hold_lease(&w.target, "kubectl capi pause --all -n ns1");
+    let out = w
+        .plugin(&[
+            "move",
+            "--context",
+            "target",
+            "--from-directory",
+            backup.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("`kubectl capi pause --all -n ns1` (process 777"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        (w.source.writes().len(), w.target.writes().len()),
+        before,
+        "nothing written"
+    );
+}
