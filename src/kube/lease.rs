@@ -329,6 +329,21 @@ async fn renew(
                 renewed = tokio::time::Instant::now();
             }
             Ok(Err(kube::Error::Api(s))) if s.code == 409 || s.code == 404 => {
+                // A renewal applied whose answer was lost is resent with the old
+                // resourceVersion and conflicts: the Lease read again tells whether it is still
+                // this process's.
+                if s.code == 409
+                    && let Ok(Some(lease)) = api.get_opt(LEASE_NAME).await
+                    && lease
+                        .spec
+                        .as_ref()
+                        .and_then(|spec| spec.holder_identity.as_deref())
+                        == Some(identity.as_str())
+                {
+                    *version.lock().expect("not poisoned") =
+                        lease.metadata.resource_version.unwrap_or_default();
+                    continue;
+                }
                 stop.lose(format!(
                     "lost the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {}: another command took it over or removed it while this one ran (it may have judged this one gone); stopped writing",
                     cluster.url

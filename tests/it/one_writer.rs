@@ -470,3 +470,47 @@ async fn backups_restores_and_dry_runs_respect_a_live_lease() {
         "nothing written"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_loses_its_lease_stops_writing_and_can_be_resumed() {
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let (clean_source, clean_target) = clean_end_state(&fixture).await;
+    let w = World::start(&fixture).await;
+    slow(&w.target, "create", Duration::from_millis(150));
+    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "2")]);
+    until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
+    // Another command takes the lease over (as it may once a holder seems gone).
+    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+        kube::Api::namespaced(w.source.client(), "kube-system");
+    leases
+        .patch(
+            "kubectl-capi",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                &serde_json::json!({"spec": {"holderIdentity": "someone-else"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("lost the lease kube-system/kubectl-capi")
+            && out.stderr.contains("stopped writing"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        w.source.lease().unwrap()["spec"]["holderIdentity"],
+        "someone-else",
+        "a lost lease is not deleted"
+    );
+    // Once that one is gone, the move resumes and ends as a clean one.
+    w.target.clear_faults();
+    crate::common::expire_lease(&w.source).await;
+    let out = w.plugin(&[&MOVE_NS1[..], &["--resume"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(end_state(&w.target), clean_target);
+    assert_eq!(end_state(&w.source), clean_source);
+}
