@@ -767,6 +767,7 @@ impl<'a> Move<'a> {
                     target_uid: &identities.target,
                     namespace: namespace.as_deref(),
                     clusters: &args.clusters,
+                    selector: settings.scope.selector.as_deref(),
                 };
                 let path = args
                     .journal
@@ -856,6 +857,7 @@ impl<'a> Move<'a> {
                 target_uid: &records.identities.target,
                 namespace: self.namespace.as_deref(),
                 clusters: &self.args.clusters,
+                selector: self.settings.scope.selector.as_deref(),
             },
             path: &records.path,
             chosen: self.args.journal.is_some(),
@@ -1028,11 +1030,32 @@ impl<'a> Move<'a> {
             })
             .collect();
         let scope_shown = super::scope_shown(&self.scope);
+        // `-l`: the Clusters the server says match (its own selector syntax), as `pause` selects.
+        let selector = self.settings.scope.selector.as_deref();
+        let matching = match selector {
+            Some(selector) => Some(self.clusters_matching(&types, selector).await?),
+            None => None,
+        };
+        let candidates: Vec<&crate::mover::graph::Node> = all_clusters
+            .iter()
+            .copied()
+            .filter(|n| matching.as_ref().is_none_or(|m| m.contains(&n.uid)))
+            .collect();
         let (found, missing) =
-            crate::model::select_by_name(all_clusters.iter().copied(), &self.args.clusters, |n| {
+            crate::model::select_by_name(candidates.iter().copied(), &self.args.clusters, |n| {
                 n.reference.name.as_str()
             });
-        let selected: BTreeSet<String> = if self.args.clusters.is_empty() {
+        if let (Some(selector), true) = (selector, found.is_empty() && missing.is_empty()) {
+            return Err(Error::Refused(vec![format!(
+                "no Clusters match -l {selector} in {scope_shown}; nothing was moved — list them with `kubectl get clusters.cluster.x-k8s.io{}{} --show-labels`",
+                match &self.scope {
+                    ListScope::Namespace(ns) => format!(" -n {}", crate::settings::shell_word(ns)),
+                    ListScope::AllNamespaces => " -A".to_string(),
+                },
+                self.settings.connection.as_flags()
+            )]));
+        }
+        let selected: BTreeSet<String> = if self.args.clusters.is_empty() && selector.is_none() {
             BTreeSet::new()
         } else {
             found.iter().map(|n| n.uid.clone()).collect()
@@ -1053,7 +1076,10 @@ impl<'a> Move<'a> {
         if !missing.is_empty() {
             return Err(Error::ClustersNotFound {
                 names: missing,
-                scope: scope_shown,
+                scope: match selector {
+                    Some(selector) => format!("{scope_shown} with labels matching {selector}"),
+                    None => scope_shown,
+                },
                 flags: self.settings.connection.as_flags(),
             });
         }
@@ -1098,6 +1124,45 @@ impl<'a> Move<'a> {
             plan,
             clusters,
         }))
+    }
+
+    /// The UIDs of the Clusters in scope whose labels match `selector`, as the source answers a
+    /// LIST with it.
+    async fn clusters_matching(
+        &self,
+        types: &[crate::mover::discover::MoveType],
+        selector: &str,
+    ) -> Result<BTreeSet<String>> {
+        let Some(clusters) = types
+            .iter()
+            .find(|t| t.info.kind == "Cluster" && t.info.group == CORE_GROUP)
+        else {
+            return Ok(BTreeSet::new());
+        };
+        let api = match &self.scope {
+            ListScope::Namespace(ns) => {
+                kube::Api::namespaced_with(self.source.client.clone(), ns, &clusters.resource)
+            }
+            ListScope::AllNamespaces => {
+                kube::Api::all_with(self.source.client.clone(), &clusters.resource)
+            }
+        };
+        let lean = crate::snapshot::Keep {
+            managed_fields: false,
+            status: crate::snapshot::Status::Skip,
+        };
+        let listed = crate::snapshot::list_keeping(
+            &self.source,
+            &api,
+            &clusters.resource,
+            kube::api::ListParams::default().labels(selector),
+            lean,
+        )
+        .await?;
+        Ok(listed
+            .into_iter()
+            .filter_map(|l| l.object.metadata.uid)
+            .collect())
     }
 
     /// Whether every object `plan` would copy is in the target already (by name; what is
@@ -1312,6 +1377,7 @@ impl<'a> Move<'a> {
             self.namespace.clone(),
             self.args.clusters.clone(),
         );
+        journal.selector = self.settings.scope.selector.clone();
         journal.moved = moved_clusters(planned);
         let earlier = history.unfinished.as_ref();
         journal.attempt = earlier.map_or(0, |earlier| earlier.attempt + 1);

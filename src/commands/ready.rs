@@ -142,6 +142,9 @@ pub async fn unfinished_moves(
                 Some(namespace) => command.push_str(&format!(" -n {}", word(namespace))),
                 None => command.push_str(" -A"),
             }
+            if let Some(selector) = &journal.selector {
+                command.push_str(&format!(" -l {}", word(selector)));
+            }
             if let Some(kubeconfig) = &journal.target.kubeconfig {
                 command.push_str(&format!(" --to-kubeconfig {}", word(kubeconfig)));
             }

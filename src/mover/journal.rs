@@ -109,6 +109,9 @@ pub struct Journal {
     pub namespace: Option<String>,
     /// The Clusters named on the command line (empty: every Cluster in scope).
     pub clusters: Vec<String>,
+    /// `-l`: the label selector the Clusters were chosen by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
     pub stage: Stage,
     /// The Clusters and ClusterClasses this move pauses in the source.
     pub paused: Vec<ObjectRef>,
@@ -180,6 +183,7 @@ impl Journal {
             target,
             namespace,
             clusters,
+            selector: None,
             stage: Stage::Pausing,
             paused,
             attempt: 0,
@@ -271,6 +275,7 @@ impl Journal {
             target: self.target.clone(),
             namespace: self.namespace.clone(),
             clusters: self.clusters.clone(),
+            selector: self.selector.clone(),
             stage: self.stage,
             paused: Vec::new(),
             attempt: self.attempt,
@@ -331,6 +336,8 @@ pub struct MoveId<'a> {
     /// `None`: all namespaces.
     pub namespace: Option<&'a str>,
     pub clusters: &'a [String],
+    /// `-l`: the Clusters' label selector.
+    pub selector: Option<&'a str>,
 }
 
 impl MoveId<'_> {
@@ -339,13 +346,17 @@ impl MoveId<'_> {
     pub fn address_key(&self) -> String {
         let mut names = self.clusters.to_vec();
         names.sort();
-        let key = format!(
+        let mut key = format!(
             "{}\n{}\n{}\n{}",
             self.source,
             self.target,
             self.namespace.unwrap_or("*"),
             names.join(",")
         );
+        // (Absent without one, so that moves without a selector keep their keys.)
+        if let Some(selector) = self.selector {
+            key.push_str(&format!("\n-l {selector}"));
+        }
         format!("{:016x}", fnv1a(key.as_bytes()))
     }
 
@@ -705,6 +716,7 @@ mod tests {
             },
             namespace: Some("ns".into()),
             clusters: vec![],
+            selector: None,
             stage: Stage::Creating,
             paused: vec![],
             attempt: 0,
@@ -762,6 +774,7 @@ mod tests {
             target_uid,
             namespace,
             clusters,
+            selector: None,
         }
     }
 

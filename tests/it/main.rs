@@ -7,6 +7,7 @@ mod demo;
 mod freeze;
 mod kubectl_plugin;
 mod layout;
+mod move_checks;
 mod move_history;
 mod move_safety;
 mod move_scenarios;

@@ -1,0 +1,117 @@
+//! What the move checks and selects is exactly what the user asked: `-l` selects Clusters, every
+//! check runs before the first write. Real binaries against sandbox servers.
+
+use crate::common::Writes;
+use crate::move_scenarios::{Fixture, MOVE_NS1, World};
+
+/// Two provisioned Clusters in ns1: foo labelled env=prod, bar env=dev.
+async fn labelled() -> World {
+    let mut f = Fixture::default();
+    f.provisioned("ns1", "foo", 1).provisioned("ns1", "bar", 1);
+    let w = World::start(&f).await;
+    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        w.source.client(),
+        "ns1",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
+            "clusters",
+        ),
+    );
+    for (name, env) in [("foo", "prod"), ("bar", "dev")] {
+        clusters
+            .patch(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"env": env}}})),
+            )
+            .await
+            .unwrap();
+    }
+    w
+}
+
+/// The Clusters a dry run of `args` would move.
+async fn planned_clusters(w: &World, args: &[&str]) -> Vec<String> {
+    let out = w
+        .plugin(&[&MOVE_NS1[..], args, &["--dry-run", "-o", "json"]].concat())
+        .await;
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    plan["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selector_selects_clusters_for_move_exactly() {
+    let w = labelled().await;
+    assert_eq!(planned_clusters(&w, &["-l", "env=prod"]).await, ["foo"]);
+    assert_eq!(
+        planned_clusters(&w, &["-l", "env in (prod,dev)"])
+            .await
+            .len(),
+        2
+    );
+    assert_eq!(
+        planned_clusters(&w, &["foo", "-l", "env=prod"]).await,
+        ["foo"]
+    );
+
+    // Matching nothing: said so, exit 1, for a dry run and a move alike; nothing written.
+    for extra in [&["--dry-run"][..], &[]] {
+        let out = w
+            .plugin(&[&MOVE_NS1[..], &["-l", "env=nomatch"], extra].concat())
+            .await;
+        assert_eq!(out.code, 1, "{extra:?}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("no Clusters match -l env=nomatch in namespace ns1; nothing was moved"),
+            "{}",
+            out.stderr
+        );
+    }
+    // A name the selector does not match is not there.
+    let out = w
+        .plugin(&[&MOVE_NS1[..], &["bar", "-l", "env=prod", "--dry-run"]].concat())
+        .await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("\"bar\" not found in namespace ns1 with labels matching env=prod"),
+        "{}",
+        out.stderr
+    );
+    for server in [&w.source, &w.target] {
+        assert!(
+            server
+                .writes()
+                .iter()
+                .all(|r| !r.agent.starts_with("kubectl-capi/")),
+            "nothing written"
+        );
+    }
+
+    let out = w
+        .plugin(&[&MOVE_NS1[..], &["-l", "env=prod"]].concat())
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("moved 1 Cluster(s)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        w.target
+            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+            .is_some()
+    );
+    assert!(
+        w.source
+            .object("cluster.x-k8s.io", "clusters", "ns1", "bar")
+            .is_some(),
+        "bar stays"
+    );
+}
