@@ -205,15 +205,18 @@ pub async fn list_objects_keeping(
         "providers",
     );
     let providers: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &provider_resource);
-    let provider_namespaces: BTreeSet<String> = match providers.list(&ListParams::default()).await {
-        Ok(list) => list
-            .items
-            .iter()
-            .filter(|p| p.data["type"] == "InfrastructureProvider")
-            .filter_map(|p| p.metadata.namespace.clone())
-            .collect(),
-        Err(_) => BTreeSet::new(),
+    // A cluster that does not serve the inventory has none; a read that fails is not "none".
+    let inventory = match providers.list(&ListParams::default()).await {
+        Ok(list) => Ok(list.items),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
+        Err(e) => Err(cluster.api_error(e, "listing the Provider inventory")),
     };
+    let provider_namespaces: BTreeSet<String> = denials
+        .note("providers.clusterctl.cluster.x-k8s.io", inventory)?
+        .iter()
+        .filter(|p| p.data["type"] == "InfrastructureProvider")
+        .filter_map(|p| p.metadata.namespace.clone())
+        .collect();
     if let ListScope::Namespace(moved) = scope {
         let secret = types
             .iter()

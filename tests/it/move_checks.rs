@@ -115,3 +115,49 @@ async fn a_selector_selects_clusters_for_move_exactly() {
         "bar stays"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forbidden_provider_inventory_refuses_instead_of_reading_as_none() {
+    for end in ["source", "target"] {
+        let mut f = Fixture::workload(&["w1"]);
+        f.global_identity(serde_json::json!({}));
+        let w = World::start(&f).await;
+        let server = if end == "source" {
+            &w.source
+        } else {
+            &w.target
+        };
+        server.deny("list", "providers");
+        let out = w
+            .plugin(&[&MOVE_NS1[..], &["--dry-run=server"]].concat())
+            .await;
+        assert_ne!(out.code, 0, "{end}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("providers")
+                && (out.stderr.contains("forbidden") || out.stderr.contains("missing permission")),
+            "{end}: {}",
+            out.stderr
+        );
+        assert!(
+            !out.stderr.contains("preflight passed"),
+            "{end}: {}",
+            out.stderr
+        );
+        let out = w.plugin(&MOVE_NS1).await;
+        assert_ne!(out.code, 0, "{end}: {}", out.stderr);
+        assert!(
+            !out.stderr.contains("not found in the target cluster"),
+            "a forbidden read is not an absent provider: {}",
+            out.stderr
+        );
+        for server in [&w.source, &w.target] {
+            assert!(
+                server
+                    .writes()
+                    .iter()
+                    .all(|r| !r.agent.starts_with("kubectl-capi/") || r.dry_run),
+                "{end}: nothing written"
+            );
+        }
+    }
+}
