@@ -245,7 +245,7 @@ async fn restore(
             concurrency: usize::from(args.concurrency),
             ..ThisMove::default()
         },
-        Vec::new(),
+        &BTreeSet::new(),
     )
     .await?;
     if let [only] = checked.failures.as_slice() {
@@ -560,6 +560,12 @@ async fn before_moving(
         let target = connect(&target_connection(args, settings)).await?;
         same_cluster::ensure_distinct(&source, &target).await?;
     }
+    // Every check the freeze does not change, before the freeze writes.
+    let this = Move::connect(args, settings, step, stop.clone()).await?;
+    if let Some(status) = this.check_before_freezing().await? {
+        return Ok(Some(status));
+    }
+    drop(this);
     if args.freeze {
         let frozen = crate::commands::freeze::run(
             Mode::Freeze,
@@ -1245,6 +1251,66 @@ impl<'a> Move<'a> {
         Ok(ExitStatus::Success)
     }
 
+    /// The two clusters of this move, by identity (with a target).
+    fn between(&self) -> Option<crate::verify::Between> {
+        self.records.as_ref().map(|r| crate::verify::Between {
+            source: r.identities.source.clone(),
+            target: r.identities.target.clone(),
+        })
+    }
+
+    /// `--freeze`/`--wait-ready`: the checks that need no freeze, before freezing (read-only).
+    /// `Some(status)` ends the command there: refused, or nothing to move.
+    async fn check_before_freezing(&self) -> Result<Option<ExitStatus>> {
+        let history = match self.history().await? {
+            Step::Go(history) => history,
+            Step::Stop(status) => return Ok(Some(status)),
+        };
+        // A resumed move checks itself as it goes on.
+        if history.unfinished.is_some() {
+            return Ok(None);
+        }
+        let planned = match self.plan(&history).await? {
+            Step::Go(planned) => planned,
+            Step::Stop(status) => return Ok(Some(status)),
+        };
+        let between = self.between();
+        let unfinished = super::ready::unfinished_moves(
+            &self.source,
+            &crate::mover::graph::snapshot_of(&planned.objects),
+            self.settings,
+        )
+        .await;
+        let found = preflight(
+            &planned.plan,
+            &planned.types,
+            &planned.objects,
+            &self.source,
+            self.target.as_ref(),
+            &planned.clusters,
+            &ThisMove {
+                overwrite_existing: self.args.overwrite_existing,
+                journal_namespace: self.records.as_ref().map(|r| r.copy_namespace.as_str()),
+                flags: &self.settings.connection.as_flags(),
+                concurrency: usize::from(self.args.concurrency),
+                unfinished: &unfinished,
+                earlier_copies: between.as_ref().map(|b| (&self.source, b)),
+                before_freeze: true,
+                ..ThisMove::default()
+            },
+        )
+        .await?;
+        let failures = rendered(&found.failures);
+        if failures.is_empty() {
+            return Ok(None);
+        }
+        self.printer.refused(
+            "move refused by its preflight before freezing, nothing was written:",
+            &failures,
+        );
+        Ok(Some(ExitStatus::Failure))
+    }
+
     /// The preflight, then for a dry run the plan: every check before the first write.
     async fn check(&self, planned: &Planned, history: &History) -> Result<Step<Checked>> {
         let Planned {
@@ -1264,10 +1330,7 @@ impl<'a> Move<'a> {
                 },
             )
         } else {
-            let between = self.records.as_ref().map(|r| crate::verify::Between {
-                source: r.identities.source.clone(),
-                target: r.identities.target.clone(),
-            });
+            let between = self.between();
             let unfinished = super::ready::unfinished_moves(
                 &self.source,
                 &crate::mover::graph::snapshot_of(objects),
@@ -1289,6 +1352,7 @@ impl<'a> Move<'a> {
                     concurrency: usize::from(self.args.concurrency),
                     unfinished: &unfinished,
                     earlier_copies: between.as_ref().map(|b| (&self.source, b)),
+                    before_freeze: false,
                 },
             )
             .await?;

@@ -2,7 +2,7 @@
 //! evaluator), the target's kinds and providers, permissions in both clusters for the move and
 //! its journal, and a server-side dry-run create of every object.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use futures::{StreamExt, stream};
@@ -383,7 +383,13 @@ pub struct ThisMove<'a> {
     /// The source and the two clusters' identities: where to look for the copies earlier
     /// moves between them made, which this one reuses instead of refusing.
     pub earlier_copies: Option<(&'a Cluster, &'a crate::verify::Between)>,
+    /// The checks before `--freeze`/`--wait-ready`: read-only (no namespaces, no dry-run
+    /// creates), and readiness only as far as freezing and waiting cannot clear it.
+    pub before_freeze: bool,
 }
+
+/// The readiness checks that neither a freeze nor waiting clears.
+const WAITING_CANNOT_CLEAR: [&str; 3] = ["cluster-paused", "clusterclass-paused", "dangling-owner"];
 
 impl Default for ThisMove<'_> {
     fn default() -> Self {
@@ -395,6 +401,7 @@ impl Default for ThisMove<'_> {
             concurrency: DEFAULT_CONCURRENCY,
             unfinished: &[],
             earlier_copies: None,
+            before_freeze: false,
         }
     }
 }
@@ -421,15 +428,150 @@ pub async fn preflight(
     failures.extend(served_kinds(plan, types, target).await?);
     failures.extend(check_providers(source, &target.cluster).await?);
     failures.extend(check_permissions(plan, types, source, &target.cluster, this_move).await?);
-    if !failures.is_empty() {
+    // Read-only, so that its refusals come with every other one.
+    let existing = existing_in_target(plan, types, &target.cluster).await?;
+    let judged = judge_existing(existing, &target.cluster, this_move).await?;
+    failures.extend(judged.refusals);
+    if !failures.is_empty() || this_move.before_freeze {
         return Ok(Preflight {
             failures,
-            in_target: BTreeSet::new(),
-            reused: BTreeSet::new(),
+            in_target: judged.in_target,
+            reused: judged.reused,
             made_namespaces: Vec::new(),
         });
     }
-    dry_run_creates(plan, types, &target.cluster, this_move, failures).await
+    let mut checked =
+        dry_run_creates(plan, types, &target.cluster, this_move, &judged.in_target).await?;
+    checked.in_target.extend(judged.in_target);
+    checked.reused = judged.reused;
+    Ok(checked)
+}
+
+/// The planned objects that are in the target already (one lean LIST per kind and namespace,
+/// read-only): each with the UID it has there. A kind the target does not serve has none.
+async fn existing_in_target<'p>(
+    plan: &'p MovePlan,
+    types: &[MoveType],
+    target: &Cluster,
+) -> Result<Vec<(&'p String, &'p super::graph::Node, String)>> {
+    let mut lists: BTreeMap<(String, String), Vec<(&String, &super::graph::Node)>> =
+        BTreeMap::new();
+    for uid in plan.groups.iter().flatten() {
+        let node = plan.node(uid);
+        let Some(t) = type_of(types, &node.reference) else {
+            continue;
+        };
+        let namespace = if t.info.namespaced {
+            node.reference.namespace.clone()
+        } else {
+            String::new()
+        };
+        lists
+            .entry((qualified_name(t), namespace))
+            .or_default()
+            .push((uid, node));
+    }
+    let lean = crate::snapshot::Keep {
+        managed_fields: false,
+        status: crate::snapshot::Status::Skip,
+    };
+    let mut found: Vec<(&String, &super::graph::Node, String)> = Vec::new();
+    for ((_, namespace), nodes) in lists {
+        let t = type_of(types, &nodes[0].1.reference).expect("grouped by type");
+        let objects = api(target, &t.resource, &namespace);
+        let mut uids: BTreeMap<String, String> = BTreeMap::new();
+        let mut params = ListParams::default().limit(crate::snapshot::PAGE_SIZE);
+        loop {
+            let page = match crate::snapshot::listed::page(&objects, &target.client, &params, lean)
+                .await
+            {
+                Ok(page) => page,
+                // Not served there: nothing of it exists (served_kinds refuses the move).
+                Err(kube::Error::Api(status)) if status.code == 404 => break,
+                Err(e) => {
+                    return Err(target
+                        .api_error(e, &format!("listing {} in the target", qualified_name(t))));
+                }
+            };
+            uids.extend(
+                page.items
+                    .into_iter()
+                    .filter_map(|l| Some((l.object.metadata.name?, l.object.metadata.uid?))),
+            );
+            match page.next {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+        }
+        for (uid, node) in nodes {
+            if let Some(target_uid) = uids.get(&node.reference.name) {
+                found.push((uid, node, target_uid.clone()));
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn qualified_name(t: &MoveType) -> String {
+    format!("{}.{}", t.resource.plural, t.info.group)
+}
+
+/// What the objects already in the target come to.
+struct Judged {
+    /// Every one of them (source UIDs): a rollback never removes them.
+    in_target: BTreeSet<String>,
+    /// Those whose copy an earlier move between these two clusters made.
+    reused: BTreeSet<String>,
+    refusals: Vec<Refusal>,
+}
+
+/// Objects already in the target are expected when shared by design (global), this move's own
+/// copies from an earlier attempt, or to be overwritten (`--overwrite-existing`); reused when an
+/// earlier move between these clusters made them (its records pair the UIDs); else refused.
+async fn judge_existing(
+    existing: Vec<(&String, &super::graph::Node, String)>,
+    target: &Cluster,
+    this_move: &ThisMove<'_>,
+) -> Result<Judged> {
+    let mut judged = Judged {
+        in_target: existing.iter().map(|(uid, ..)| (*uid).clone()).collect(),
+        reused: BTreeSet::new(),
+        refusals: Vec::new(),
+    };
+    let unexpected: Vec<_> = existing
+        .into_iter()
+        .filter(|(uid, node, _)| {
+            !(node.is_global
+                || node.global_hierarchy
+                || this_move.overwrite_existing
+                || this_move
+                    .earlier
+                    .is_some_and(|j| j.created_by_this_move(uid)))
+        })
+        .collect();
+    if unexpected.is_empty() {
+        return Ok(judged);
+    }
+    let copies = match this_move.earlier_copies {
+        Some((source, between)) => {
+            let namespaces = unexpected
+                .iter()
+                .map(|(_, node, _)| node.reference.namespace.clone())
+                .collect();
+            super::record::earlier_copies([source, target], &namespaces, between).await?
+        }
+        None => BTreeSet::new(),
+    };
+    for (uid, node, target_uid) in unexpected {
+        if copies.contains(&pair(uid, &target_uid)) {
+            judged.reused.insert(uid.clone());
+        } else {
+            judged
+                .refusals
+                .push(Refusal::AlreadyExists(node.reference.clone()));
+        }
+    }
+    Ok(judged)
 }
 
 /// clusterctl's preflight and what ready adds, through the same evaluator, and clusterctl's P6
@@ -461,6 +603,8 @@ fn source_checks(
         .iter()
         .flat_map(|cluster| &cluster.checks)
         .filter(|c| c.status == CheckStatus::Fail)
+        // Before freezing, only what the freeze and the wait cannot clear.
+        .filter(|c| !this_move.before_freeze || WAITING_CANNOT_CLEAR.contains(&c.check))
         .filter(|c| !(c.check == "cluster-paused" && paused_by_this_move.contains(&c.object)))
         // Paused ClusterClasses are checked over the whole plan below, used or not.
         .filter(|c| c.check != "clusterclass-paused")
@@ -528,9 +672,9 @@ pub async fn dry_run_creates(
     types: &[MoveType],
     target: &Cluster,
     this_move: &ThisMove<'_>,
-    mut failures: Vec<Refusal>,
+    known: &BTreeSet<String>,
 ) -> Result<Preflight> {
-    let mut in_target = BTreeSet::new();
+    let mut failures = Vec::new();
     let mut created_namespaces = Vec::new();
     let mut seen_namespaces = BTreeSet::new();
     for uid in plan.groups.iter().flatten() {
@@ -539,12 +683,18 @@ pub async fn dry_run_creates(
             created_namespaces.extend(ensure_namespace(target, namespace).await?);
         }
     }
-    let dry_runs = plan.groups.iter().flatten().filter_map(|uid| {
-        let node = plan.node(uid);
-        let t = type_of(types, &node.reference)?;
-        let object = node.object.as_ref()?;
-        Some((uid, node, t, object))
-    });
+    // What is in the target already was judged by the caller; its create would only conflict.
+    let dry_runs = plan
+        .groups
+        .iter()
+        .flatten()
+        .filter(|uid| !known.contains(*uid))
+        .filter_map(|uid| {
+            let node = plan.node(uid);
+            let t = type_of(types, &node.reference)?;
+            let object = node.object.as_ref()?;
+            Some((uid, node, t, object))
+        });
     // In parallel, answers kept in plan order so the report reads the same every time.
     let answers: Vec<_> = stream::iter(dry_runs.map(|(uid, node, t, object)| async move {
         let (body, _) = target_body(plan, object, &HashMap::new());
@@ -565,21 +715,25 @@ pub async fn dry_run_creates(
     .buffered(this_move.concurrency.max(1))
     .collect()
     .await;
-    let mut unexpected = Vec::new();
+    let mut appeared = Vec::new();
     for (uid, node, result) in answers {
         match result {
             Ok(_) => {}
+            // There since the caller looked (or, for a restore, never looked): judged the same way.
             Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
-                in_target.insert(uid.clone());
-                // Shared by design (reused), or this move's own copy from an earlier attempt.
-                let expected = node.is_global
-                    || node.global_hierarchy
-                    || this_move
-                        .earlier
-                        .is_some_and(|j| j.created_by_this_move(uid));
-                if !expected && !this_move.overwrite_existing {
-                    unexpected.push((uid, node));
-                }
+                let t = type_of(types, &node.reference).expect("dry-run objects have a type");
+                let found = api(target, &t.resource, &node.reference.namespace)
+                    .get_opt(&node.reference.name)
+                    .await
+                    .map_err(|e| {
+                        target.api_error(
+                            e,
+                            &format!("reading {} in the target", node.reference.kind_and_place()),
+                        )
+                    })?
+                    .and_then(|o| o.metadata.uid)
+                    .unwrap_or_default();
+                appeared.push((uid, node, found));
             }
             Err(kube::Error::Api(s)) => failures.push(Refusal::Rejected {
                 object: node.reference.clone(),
@@ -590,48 +744,9 @@ pub async fn dry_run_creates(
             }
         }
     }
-    let reused = match (unexpected.is_empty(), this_move.earlier_copies) {
-        (false, Some((source, between))) => {
-            let namespaces = unexpected
-                .iter()
-                .map(|(_, node)| node.reference.namespace.clone())
-                .collect();
-            let copies =
-                super::record::earlier_copies([source, target], &namespaces, between).await?;
-            let mut reused = BTreeSet::new();
-            for (uid, node) in unexpected {
-                let Some(t) = type_of(types, &node.reference) else {
-                    failures.push(Refusal::AlreadyExists(node.reference.clone()));
-                    continue;
-                };
-                let found = api(target, &t.resource, &node.reference.namespace)
-                    .get_opt(&node.reference.name)
-                    .await
-                    .map_err(|e| {
-                        target.api_error(
-                            e,
-                            &format!("reading {} in the target", node.reference.kind_and_place()),
-                        )
-                    })?
-                    .and_then(|o| o.metadata.uid);
-                match found {
-                    Some(target_uid) if copies.contains(&pair(uid, &target_uid)) => {
-                        reused.insert(uid.clone());
-                    }
-                    _ => failures.push(Refusal::AlreadyExists(node.reference.clone())),
-                }
-            }
-            reused
-        }
-        _ => {
-            failures.extend(
-                unexpected
-                    .into_iter()
-                    .map(|(_, node)| Refusal::AlreadyExists(node.reference.clone())),
-            );
-            BTreeSet::new()
-        }
-    };
+    let judged = judge_existing(appeared, target, this_move).await?;
+    failures.extend(judged.refusals);
+    let (in_target, reused) = (judged.in_target, judged.reused);
     if !failures.is_empty() {
         remove_namespaces(target, &created_namespaces).await;
         created_namespaces.clear();

@@ -161,3 +161,91 @@ async fn a_forbidden_provider_inventory_refuses_instead_of_reading_as_none() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_refusal_comes_at_once() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        w.source.client(),
+        "ns1",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
+            "clusters",
+        ),
+    );
+    clusters
+        .patch(
+            "foo",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"paused": true}})),
+        )
+        .await
+        .unwrap();
+    let secret = w
+        .source
+        .dump()
+        .into_iter()
+        .find(|o| o["kind"] == "Secret" && o["metadata"]["namespace"] == "ns1")
+        .unwrap();
+    w.target
+        .load(serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "ns1"}}))
+        .unwrap();
+    w.target
+        .load(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": secret["metadata"]["name"], "namespace": "ns1"}}))
+        .unwrap();
+    let target_before = crate::move_scenarios::end_state(&w.target);
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("cannot start operation while the following Clusters are paused: ns1/foo")
+            && out.stderr.contains("already exists in the target"),
+        "both at once: {}",
+        out.stderr
+    );
+    assert_eq!(crate::move_scenarios::end_state(&w.target), target_before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_with_freeze_that_will_be_refused_freezes_nothing() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let secret = w
+        .source
+        .dump()
+        .into_iter()
+        .find(|o| o["kind"] == "Secret" && o["metadata"]["namespace"] == "ns1")
+        .unwrap();
+    for object in [
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns1"}}),
+        serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": secret["metadata"]["name"], "namespace": "ns1"}}),
+    ] {
+        w.target.load(object).unwrap();
+    }
+    let out = w
+        .plugin(&[&MOVE_NS1[..], &["foo", "--freeze"]].concat())
+        .await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("move refused by its preflight before freezing, nothing was written:")
+            && out.stderr.contains("already exists in the target"),
+        "{}",
+        out.stderr
+    );
+    for server in [&w.source, &w.target] {
+        let written: Vec<String> = server
+            .writes()
+            .iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .map(|r| format!("{} {} {:?}", r.verb, r.resource, r.name))
+            .collect();
+        assert_eq!(
+            written,
+            Vec::<String>::new(),
+            "nothing frozen, nothing written"
+        );
+    }
+}
