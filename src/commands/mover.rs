@@ -243,6 +243,7 @@ async fn restore(
         &ThisMove {
             overwrite_existing: args.overwrite_existing,
             concurrency: usize::from(args.concurrency),
+            server_dry_run: dry_run == DryRun::Server,
             ..ThisMove::default()
         },
         &BTreeSet::new(),
@@ -652,6 +653,8 @@ struct Checked {
     made_namespaces: Vec<crate::mover::namespaces::MadeNamespace>,
     /// Objects whose copy an earlier move between these clusters made: reused.
     reused: BTreeSet<String>,
+    /// What a server-side dry run could not check yet (one line each).
+    unchecked: Vec<String>,
 }
 
 /// One run of `kubectl capi move` between two clusters (or to a directory): its flags, its ends
@@ -1327,6 +1330,7 @@ impl<'a> Move<'a> {
                     in_target: BTreeSet::new(),
                     made_namespaces: Vec::new(),
                     reused: BTreeSet::new(),
+                    unchecked: Vec::new(),
                 },
             )
         } else {
@@ -1353,6 +1357,7 @@ impl<'a> Move<'a> {
                     unfinished: &unfinished,
                     earlier_copies: between.as_ref().map(|b| (&self.source, b)),
                     before_freeze: false,
+                    server_dry_run: dry_run == DryRun::Server,
                 },
             )
             .await?;
@@ -1362,6 +1367,7 @@ impl<'a> Move<'a> {
                     in_target: found.in_target,
                     made_namespaces: found.made_namespaces,
                     reused: found.reused,
+                    unchecked: found.unchecked,
                 },
             )
         };
@@ -1400,6 +1406,9 @@ impl<'a> Move<'a> {
                 wide_tree(plan, self.settings).as_deref(),
             ))?;
             if dry_run == DryRun::Server {
+                for note in &checked.unchecked {
+                    self.printer.info(note);
+                }
                 self.printer
                     .info("preflight passed: the move can start now");
             }

@@ -70,3 +70,44 @@ pub(super) async fn ensure_namespace(
         Err(e) => Err(target.api_error(e, &format!("creating namespace {namespace}"))),
     }
 }
+
+/// Whether `namespace` exists in the target; when it does not, a server-side dry-run create of it
+/// checks that the move could create it (`Err` carries the server's refusal). Writes nothing.
+pub(super) async fn namespace_checked_by_dry_run(
+    target: &Cluster,
+    namespace: &str,
+) -> Result<NamespaceState> {
+    let api = namespaces_api(target);
+    if api
+        .get_opt(namespace)
+        .await
+        .map_err(|e| target.api_error(e, "reading namespaces"))?
+        .is_some()
+    {
+        return Ok(NamespaceState::Exists);
+    }
+    let object: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+    )
+    .expect("valid");
+    let dry_run = PostParams {
+        dry_run: true,
+        field_manager: Some(crate::kube::FIELD_MANAGER.into()),
+    };
+    match api.create(&dry_run, &object).await {
+        Ok(_) => Ok(NamespaceState::Missing),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(NamespaceState::Exists),
+        Err(kube::Error::Api(s)) => Ok(NamespaceState::Rejected(s.message)),
+        Err(e) => Err(target.api_error(e, &format!("dry-run creating namespace {namespace}"))),
+    }
+}
+
+/// What a server-side dry run found of a namespace the move needs in the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum NamespaceState {
+    Exists,
+    /// Not there; the move would create it (its dry run passed).
+    Missing,
+    /// Not there, and the server would not create it: why.
+    Rejected(String),
+}

@@ -21,7 +21,10 @@ use super::create::{already_exists, target_body};
 use super::discover::MoveType;
 use super::graph::TypeInfo;
 use super::journal::Journal;
-use super::namespaces::{MadeNamespace, ensure_namespace, remove_namespaces};
+use super::namespaces::{
+    MadeNamespace, NamespaceState, ensure_namespace, namespace_checked_by_dry_run,
+    remove_namespaces,
+};
 use super::pause::is_pausable;
 use super::plan::MovePlan;
 use super::requests::{DEFAULT_CONCURRENCY, Destination, api, type_of};
@@ -363,6 +366,8 @@ pub struct Preflight {
     /// Objects (source UIDs) whose copy in the target an earlier move between these two
     /// clusters made: reused, not refused.
     pub reused: BTreeSet<String>,
+    /// What a server-side dry run could not check yet, and why (one line each).
+    pub unchecked: Vec<String>,
 }
 
 /// What the preflight knows of this move beyond its plan.
@@ -386,6 +391,8 @@ pub struct ThisMove<'a> {
     /// The checks before `--freeze`/`--wait-ready`: read-only (no namespaces, no dry-run
     /// creates), and readiness only as far as freezing and waiting cannot clear it.
     pub before_freeze: bool,
+    /// `--dry-run=server`: not even a namespace is created.
+    pub server_dry_run: bool,
 }
 
 /// The readiness checks that neither a freeze nor waiting clears.
@@ -402,6 +409,7 @@ impl Default for ThisMove<'_> {
             unfinished: &[],
             earlier_copies: None,
             before_freeze: false,
+            server_dry_run: false,
         }
     }
 }
@@ -422,6 +430,7 @@ pub async fn preflight(
             failures,
             in_target: BTreeSet::new(),
             reused: BTreeSet::new(),
+            unchecked: Vec::new(),
             made_namespaces: Vec::new(),
         });
     };
@@ -438,6 +447,7 @@ pub async fn preflight(
             in_target: judged.in_target,
             reused: judged.reused,
             made_namespaces: Vec::new(),
+            unchecked: Vec::new(),
         });
     }
     let mut checked =
@@ -677,18 +687,53 @@ pub async fn dry_run_creates(
     let mut failures = Vec::new();
     let mut created_namespaces = Vec::new();
     let mut seen_namespaces = BTreeSet::new();
+    // `--dry-run=server` writes nothing: a namespace the target lacks is itself dry-run created,
+    // and what goes into it is checked when it exists.
+    let mut not_there = BTreeSet::new();
     for uid in plan.groups.iter().flatten() {
         let namespace = &plan.node(uid).reference.namespace;
-        if !namespace.is_empty() && seen_namespaces.insert(namespace.clone()) {
-            created_namespaces.extend(ensure_namespace(target, namespace).await?);
+        if namespace.is_empty() || !seen_namespaces.insert(namespace.clone()) {
+            continue;
+        }
+        if this_move.server_dry_run {
+            match namespace_checked_by_dry_run(target, namespace).await? {
+                NamespaceState::Exists => {}
+                NamespaceState::Missing => {
+                    not_there.insert(namespace.clone());
+                }
+                NamespaceState::Rejected(message) => failures.push(Refusal::Rejected {
+                    object: ObjectRef {
+                        api_version: "v1".into(),
+                        kind: "Namespace".into(),
+                        namespace: String::new(),
+                        name: namespace.clone(),
+                    },
+                    message,
+                }),
+            }
+            continue;
+        }
+        match ensure_namespace(target, namespace).await {
+            Ok(made) => created_namespaces.extend(made),
+            Err(e) => {
+                remove_namespaces(target, &created_namespaces).await;
+                return Err(e);
+            }
         }
     }
+    let unchecked: Vec<&String> = plan
+        .groups
+        .iter()
+        .flatten()
+        .filter(|uid| not_there.contains(&plan.node(uid).reference.namespace))
+        .collect();
     // What is in the target already was judged by the caller; its create would only conflict.
     let dry_runs = plan
         .groups
         .iter()
         .flatten()
         .filter(|uid| !known.contains(*uid))
+        .filter(|uid| !not_there.contains(&plan.node(uid).reference.namespace))
         .filter_map(|uid| {
             let node = plan.node(uid);
             let t = type_of(types, &node.reference)?;
@@ -740,6 +785,7 @@ pub async fn dry_run_creates(
                 message: s.message,
             }),
             Err(e) => {
+                remove_namespaces(target, &created_namespaces).await;
                 return Err(target.api_error(e, "dry-run creating objects in the target"));
             }
         }
@@ -756,6 +802,18 @@ pub async fn dry_run_creates(
         in_target,
         made_namespaces: created_namespaces,
         reused,
+        unchecked: not_there
+            .iter()
+            .map(|namespace| {
+                let count = unchecked
+                    .iter()
+                    .filter(|uid| plan.node(uid).reference.namespace == *namespace)
+                    .count();
+                format!(
+                    "namespace {namespace} is not in the target yet (the move creates it; its dry run passed): the {count} object(s) to move into it are checked when it exists"
+                )
+            })
+            .collect(),
     })
 }
 

@@ -249,3 +249,55 @@ async fn a_move_with_freeze_that_will_be_refused_freezes_nothing() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_side_dry_run_sends_no_write_at_all() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    assert!(w.target.object("", "namespaces", "", "ns1").is_none());
+    let out = w
+        .plugin(&[&MOVE_NS1[..], &["--dry-run=server"]].concat())
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("namespace ns1 is not in the target yet")
+            && out.stderr.contains("checked when it exists")
+            && out.stderr.contains("preflight passed"),
+        "{}",
+        out.stderr
+    );
+    for server in [&w.source, &w.target] {
+        let sent: Vec<String> = server
+            .requests()
+            .iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/") && r.is_write_attempt())
+            .filter(|r| !r.dry_run && r.resource != "selfsubjectaccessreviews")
+            .map(|r| format!("{} {} {:?}", r.verb, r.resource, r.name))
+            .collect();
+        assert_eq!(
+            sent,
+            Vec::<String>::new(),
+            "no write sent, not even a namespace"
+        );
+    }
+    // With the namespace there, every object is dry-run created.
+    w.target
+        .load(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns1"}}))
+        .unwrap();
+    let out = w
+        .plugin(&[&MOVE_NS1[..], &["--dry-run=server"]].concat())
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("checked when it exists"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        w.target
+            .requests()
+            .iter()
+            .any(|r| r.dry_run && r.resource == "clusters"),
+        "the Cluster was dry-run created"
+    );
+}
