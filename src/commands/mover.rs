@@ -1277,13 +1277,32 @@ impl<'a> Move<'a> {
             Step::Go(planned) => planned,
             Step::Stop(status) => return Ok(Some(status)),
         };
+        let snapshot = crate::mover::graph::snapshot_of(&planned.objects);
+        if self.args.freeze {
+            let forever = crate::freeze::plan::frozen_forever(&snapshot, &planned.clusters);
+            if !forever.is_empty() {
+                let reasons: Vec<String> = forever
+                    .iter()
+                    .map(|(cluster, why)| {
+                        format!(
+                            "{} not frozen: {why}; wait for it without the freeze (`kubectl capi ready {} -n {} --wait{}`), then move",
+                            cluster.kubectl_name(),
+                            crate::settings::shell_word(&cluster.name),
+                            crate::settings::shell_word(&cluster.namespace),
+                            self.settings.connection.as_flags()
+                        )
+                    })
+                    .collect();
+                self.printer.refused(
+                    "move refused before freezing, nothing was written:",
+                    &reasons,
+                );
+                return Ok(Some(ExitStatus::Failure));
+            }
+        }
         let between = self.between();
-        let unfinished = super::ready::unfinished_moves(
-            &self.source,
-            &crate::mover::graph::snapshot_of(&planned.objects),
-            self.settings,
-        )
-        .await;
+        let unfinished =
+            super::ready::unfinished_moves(&self.source, &snapshot, self.settings).await;
         let found = preflight(
             &planned.plan,
             &planned.types,

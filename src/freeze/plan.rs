@@ -186,6 +186,39 @@ pub fn resume_action(target: &Target) -> Action {
 }
 
 /// Deep-merges `patch` into `base` (test fixtures).
+/// Clusters a freeze would keep from ever becoming ready (pure): a control plane that has not
+/// initialized and has no control-plane Machine yet — frozen, it cannot create its first one, so
+/// a wait for readiness could only time out. `(cluster, why)` for each.
+pub fn frozen_forever(snapshot: &Snapshot, clusters: &[ObjectRef]) -> Vec<(ObjectRef, String)> {
+    clusters
+        .iter()
+        .filter_map(|reference| {
+            let object = snapshot.of_kind(CORE_GROUP, "Cluster").iter().find(|o| {
+                o.metadata.namespace.as_deref() == Some(reference.namespace.as_str())
+                    && o.metadata.name.as_deref() == Some(reference.name.as_str())
+            })?;
+            let cluster = ClusterView::read(object);
+            let initialized = cluster.control_plane_initialized_condition == Some(true)
+                || (cluster.control_plane_ref.is_some() && cluster.control_plane_initialized);
+            let has_control_plane_machine = snapshot
+                .of_cluster(
+                    CORE_GROUP,
+                    "Machine",
+                    &reference.namespace,
+                    &reference.name,
+                )
+                .any(|m| crate::model::MachineView::read(m).control_plane);
+            (cluster.control_plane_ref.is_some() && !initialized && !has_control_plane_machine)
+                .then(|| {
+                    (
+                        reference.clone(),
+                        "its control plane has not initialized and has no control-plane Machine yet: frozen, it could never create the first one, so waiting for it would only time out".to_string(),
+                    )
+                })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 pub fn merge_into(base: &mut serde_json::Value, patch: &serde_json::Value) {
     match (base, patch) {

@@ -301,3 +301,53 @@ async fn a_server_side_dry_run_sends_no_write_at_all() {
         "the Cluster was dry-run created"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_freeze_that_would_keep_a_control_plane_from_starting_is_refused_before_it_freezes() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", true);
+    let w = World::start(&f).await;
+    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        w.source.client(),
+        "ns1",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
+            "clusters",
+        ),
+    );
+    clusters
+        .patch_status(
+            "foo",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"status": {
+                "initialization": {"controlPlaneInitialized": false},
+                "conditions": [{"type": "ControlPlaneInitialized", "status": "False",
+                    "reason": "WaitingForControlPlane", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})),
+        )
+        .await
+        .unwrap();
+    // (Refused before freezing, so it never waits for the 5 minutes.)
+    let out = w
+        .plugin(
+            &[
+                &MOVE_NS1[..],
+                &["foo", "--freeze", "--wait-ready", "--timeout", "5m"],
+            ]
+            .concat(),
+        )
+        .await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cluster.cluster.x-k8s.io/foo not frozen: its control plane has not initialized and has no control-plane Machine yet")
+            && out.stderr.contains("`kubectl capi ready foo -n ns1 --wait --context source`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        w.source
+            .writes()
+            .iter()
+            .all(|r| !r.agent.starts_with("kubectl-capi/")),
+        "nothing frozen"
+    );
+}
