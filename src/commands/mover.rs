@@ -1302,7 +1302,7 @@ impl<'a> Move<'a> {
         }
         let between = self.between();
         let unfinished =
-            super::ready::unfinished_moves(&self.source, &snapshot, self.settings).await;
+            super::ready::unfinished_moves(&self.source, &snapshot, self.settings).await?;
         let found = preflight(
             &planned.plan,
             &planned.types,
@@ -1359,7 +1359,7 @@ impl<'a> Move<'a> {
                 &crate::mover::graph::snapshot_of(objects),
                 self.settings,
             )
-            .await;
+            .await?;
             let found = preflight(
                 plan,
                 types,

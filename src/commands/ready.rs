@@ -112,7 +112,7 @@ pub async fn unfinished_moves(
     cluster: &Cluster,
     snapshot: &Snapshot,
     settings: &Settings,
-) -> Vec<UnfinishedMove> {
+) -> crate::error::Result<Vec<UnfinishedMove>> {
     let paused: Vec<ClusterView> = snapshot
         .of_kind(CORE_GROUP, "Cluster")
         .iter()
@@ -120,7 +120,7 @@ pub async fn unfinished_moves(
         .filter(ClusterView::is_paused)
         .collect();
     if paused.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let mut namespaces: BTreeSet<String> = paused
         .iter()
@@ -128,8 +128,8 @@ pub async fn unfinished_moves(
         .collect();
     namespaces.insert("default".into());
     let namespaces: Vec<String> = namespaces.into_iter().collect();
-    journal::copy::unfinished(cluster, &namespaces)
-        .await
+    Ok(journal::copy::unfinished(cluster, &namespaces)
+        .await?
         .into_iter()
         .map(|journal| {
             let word = |w: &str| shell_word(w);
@@ -162,7 +162,7 @@ pub async fn unfinished_moves(
                 rollback: format!("{command} --rollback"),
             }
         })
-        .collect()
+        .collect())
 }
 
 /// What `ready` says when the scope holds no Cluster: nothing to check, so nothing blocks.
@@ -186,7 +186,7 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
     let mut selection = selection(&cluster, &catalog, settings, &args.clusters, args.strict);
     let snapshot = Snapshot::fetch_with(&cluster, &catalog, &selection.fetch).await?;
     resolve_names(&snapshot, &mut selection)?;
-    selection.options.unfinished_moves = unfinished_moves(&cluster, &snapshot, settings).await;
+    selection.options.unfinished_moves = unfinished_moves(&cluster, &snapshot, settings).await?;
     if snapshot.of_kind(CORE_GROUP, "Cluster").is_empty() {
         printer.info(&nothing_in_scope(&selection));
         if settings.output.is_structured() {

@@ -1072,29 +1072,21 @@ pub mod copy {
         Ok(Journal::parse(&text).ok())
     }
 
-    /// The unfinished moves whose copies are in these namespaces of `cluster`, as far as they can
-    /// be read (a user who may not read ConfigMaps just hears of none).
-    pub async fn unfinished(cluster: &Cluster, namespaces: &[String]) -> Vec<Journal> {
+    /// The unfinished moves whose copies are in these namespaces of `cluster`. A read that fails
+    /// is an error (a user who may not read ConfigMaps there hears which permission is missing),
+    /// never "none".
+    pub async fn unfinished(cluster: &Cluster, namespaces: &[String]) -> Result<Vec<Journal>> {
         let mut found = Vec::new();
         for namespace in namespaces {
-            let api = configmaps(cluster, namespace);
-            let Ok(listed) = api.list(&ListParams::default().labels(LABEL)).await else {
-                continue;
-            };
-            let keys: std::collections::BTreeSet<String> = listed
-                .items
-                .iter()
-                .filter_map(|c| c.metadata.labels.as_ref()?.get(LABEL).cloned())
-                .collect();
-            for key in keys {
-                if let Ok(Some(journal)) = load(cluster, namespace, &key).await
+            for key in keys(cluster, namespace).await? {
+                if let Some(journal) = load(cluster, namespace, &key).await?
                     && !journal.stage.finished()
                 {
                     found.push(journal);
                 }
             }
         }
-        found
+        Ok(found)
     }
 
     /// The keys of every move whose copy is in `namespace` of `cluster`.

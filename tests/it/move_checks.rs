@@ -351,3 +351,36 @@ async fn a_freeze_that_would_keep_a_control_plane_from_starting_is_refused_befor
         "nothing frozen"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journals_that_cannot_be_read_are_an_error_not_none() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        w.source.client(),
+        "ns1",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
+            "clusters",
+        ),
+    );
+    clusters
+        .patch(
+            "foo",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"paused": true}})),
+        )
+        .await
+        .unwrap();
+    w.source.deny("list", "configmaps");
+    // Whether a move paused foo is in the journals it may not read: it says so, not "none".
+    let out = w
+        .plugin(&["ready", "foo", "-n", "ns1", "--context", "source"])
+        .await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("configmaps") && out.stderr.contains("403 Forbidden"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("kubectl patch"), "{}", out.stderr);
+}
