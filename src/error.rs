@@ -126,15 +126,15 @@ impl Denials {
         }
     }
 
-    /// An error naming every forbidden read, if there was one: the server's own words for one,
-    /// the list of resources for several.
+    /// A refusal (exit 1, like every other missing permission) naming every forbidden read, if
+    /// there was one: the server's own words for one, the list of resources for several.
     pub fn check(self) -> Result<()> {
-        match self.forbidden.as_slice() {
-            [] => Ok(()),
-            [(_, message)] => Err(Error::Forbidden {
+        let forbidden = match self.forbidden.as_slice() {
+            [] => return Ok(()),
+            [(_, message)] => Error::Forbidden {
                 message: message.clone(),
-            }),
-            many => Err(Error::Forbidden {
+            },
+            many => Error::Forbidden {
                 message: format!(
                     "the API server forbids listing {} resources this command reads: {}",
                     many.len(),
@@ -143,8 +143,9 @@ impl Denials {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-            }),
-        }
+            },
+        };
+        Err(Error::Refused(vec![forbidden.to_string()]))
     }
 }
 

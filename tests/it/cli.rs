@@ -8,7 +8,16 @@ use capi_sandbox::crds::Dialect;
 use crate::common::{Output, Sandbox, run_plugin};
 
 fn assert_one_line_error(output: &Output, contains: &str) {
-    assert_eq!(output.code, 2, "stderr: {}", output.stderr);
+    assert_one_line(output, 2, contains);
+}
+
+/// A refusal (exit 1) in one `error:` line: a missing permission, say.
+fn assert_one_line_refusal(output: &Output, contains: &str) {
+    assert_one_line(output, 1, contains);
+}
+
+fn assert_one_line(output: &Output, code: i32, contains: &str) {
+    assert_eq!(output.code, code, "stderr: {}", output.stderr);
     let lines: Vec<&str> = output.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "one line: {:?}", output.stderr);
     assert!(lines[0].starts_with("error: "), "{}", lines[0]);
@@ -412,7 +421,7 @@ async fn kubeconfig_lists_and_yaml_errors_are_read_as_kubectl_reads_them() {
 async fn every_missing_read_permission_is_named_at_once() {
     let sandbox = Sandbox::start(Dialect::V1beta2).await;
     let ready = sandbox.plugin(&["ready", "-A", "--as", "nobody"]).await;
-    assert_one_line_error(
+    assert_one_line_refusal(
         &ready,
         "error: the API server forbids listing 12 resources this command reads: clusters.cluster.x-k8s.io, clusterclasses.cluster.x-k8s.io, machines.cluster.x-k8s.io,",
     );
@@ -427,12 +436,12 @@ async fn every_missing_read_permission_is_named_at_once() {
         "secrets",
         "configmaps",
     ] {
-        assert_one_line_error(&plan, &format!(" {resource}"));
+        assert_one_line_refusal(&plan, &format!(" {resource}"));
     }
     // Two reads denied to everyone, while the rest are allowed.
     sandbox.server.deny("list", "machinedeployments");
     sandbox.server.deny("list", "machinesets");
-    assert_one_line_error(
+    assert_one_line_refusal(
         &sandbox.plugin(&["pause", "--all"]).await,
         "error: the API server forbids listing 2 resources this command reads: machinedeployments.cluster.x-k8s.io, machinesets.cluster.x-k8s.io (403 Forbidden)",
     );
