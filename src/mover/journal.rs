@@ -1097,7 +1097,18 @@ pub mod copy {
         let listed = configmaps(cluster, namespace)
             .list(&ListParams::default().labels(LABEL))
             .await
-            .map_err(|e| cluster.api_error(e, "reading the move journals in the source cluster"))?;
+            .map_err(|e| match e {
+                // A permission missing is a refusal like the others (exit 1), named.
+                kube::Error::Api(status) if status.code == 403 => {
+                    crate::error::Error::Refused(vec![format!(
+                        "{} (403 Forbidden): the move journals in namespace {namespace} cannot be read, so it cannot tell which moves are unfinished; grant list on configmaps there",
+                        status.message
+                    )])
+                }
+                other => {
+                    cluster.api_error(other, "reading the move journals in the source cluster")
+                }
+            })?;
         Ok(listed
             .items
             .iter()

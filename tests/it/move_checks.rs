@@ -376,7 +376,7 @@ async fn journals_that_cannot_be_read_are_an_error_not_none() {
     let out = w
         .plugin(&["ready", "foo", "-n", "ns1", "--context", "source"])
         .await;
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.code, 1, "a missing permission refuses: {}", out.stderr);
     assert!(
         out.stderr.contains("configmaps") && out.stderr.contains("403 Forbidden"),
         "{}",
