@@ -384,3 +384,29 @@ async fn journals_that_cannot_be_read_are_an_error_not_none() {
     );
     assert!(!out.stderr.contains("kubectl patch"), "{}", out.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_during_the_dry_runs_leaves_no_namespace_behind() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    w.target.inject(
+        capi_sandbox::FaultRule::new(capi_sandbox::FaultAction::Drop)
+            .verbs(&["create"])
+            .dry_run(true)
+            .agent("kubectl-capi/"),
+    );
+    let out = w
+        .plugin(&[&MOVE_NS1[..], &["--request-timeout", "1s"]].concat())
+        .await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        w.target
+            .requests()
+            .iter()
+            .any(|r| r.resource == "namespaces" && r.verb == "create" && !r.dry_run),
+        "the preflight made the namespace its dry runs needed"
+    );
+    assert!(
+        w.target.object("", "namespaces", "", "ns1").is_none(),
+        "and removed it when they failed"
+    );
+}
