@@ -1472,6 +1472,9 @@ impl<'a> Move<'a> {
         journal.selector = self.settings.scope.selector.clone();
         journal.moved = moved_clusters(planned);
         let earlier = history.unfinished.as_ref();
+        if let Some(earlier) = earlier {
+            journal.made_namespaces = earlier.made_namespaces.clone();
+        }
         journal.attempt = earlier.map_or(0, |earlier| earlier.attempt + 1);
         for entry in &mut journal.entries {
             match earlier.and_then(|earlier| earlier.entry(&entry.uid)) {
@@ -1502,7 +1505,18 @@ impl<'a> Move<'a> {
         let (Some(target), Some(records)) = (&self.target, &self.records) else {
             unreachable!("a move that writes has a target and records")
         };
-        let journal = self.new_journal(&planned, &checked, &history, records);
+        let mut journal = self.new_journal(&planned, &checked, &history, records);
+        journal
+            .made_namespaces
+            .extend(
+                checked
+                    .made_namespaces
+                    .iter()
+                    .map(|m| journal::MadeNamespaceRecord {
+                        name: m.name.clone(),
+                        uid: m.uid.clone(),
+                    }),
+            );
         let Planned {
             types,
             objects,

@@ -278,7 +278,22 @@ pub async fn create_groups(
         frozen: Vec::new(),
     };
     progress.begin(Phase::Create, plan.groups.iter().map(Vec::len).sum());
-    ensure_namespaces(plan, types, target).await?;
+    let made = ensure_namespaces(plan, types, target).await?;
+    if let Some(journal) = journal.as_deref_mut()
+        && !made.is_empty()
+    {
+        journal
+            .journal
+            .made_namespaces
+            .extend(
+                made.into_iter()
+                    .map(|m| super::journal::MadeNamespaceRecord {
+                        name: m.name,
+                        uid: m.uid,
+                    }),
+            );
+        journal.save().await?;
+    }
     let mut schedule = Schedule::creates(plan);
     // Group 0 is marked as sent before this step (with the stage that starts it).
     let group_of: HashMap<&str, usize> = plan
@@ -522,7 +537,7 @@ async fn ensure_namespaces(
     plan: &MovePlan,
     types: &[MoveType],
     target: &Destination,
-) -> Result<()> {
+) -> Result<Vec<super::namespaces::MadeNamespace>> {
     let namespaces: BTreeSet<&str> = plan
         .groups
         .iter()
@@ -532,10 +547,11 @@ async fn ensure_namespaces(
         .map(|r| r.namespace.as_str())
         .filter(|ns| !ns.is_empty())
         .collect();
+    let mut made = Vec::new();
     for namespace in namespaces {
-        ensure_namespace(&target.cluster, namespace).await?;
+        made.extend(ensure_namespace(&target.cluster, namespace).await?);
     }
-    Ok(())
+    Ok(made)
 }
 
 /// `--restore-status`: replays an object's `.status` through the status subresource.

@@ -133,8 +133,19 @@ pub struct Journal {
     /// verifying later that the target adopted them; kept in the finished record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moved: Vec<crate::verify::MovedCluster>,
+    /// Namespaces this move created in the target (name and UID): a rollback removes them again
+    /// once nothing is left in them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub made_namespaces: Vec<MadeNamespaceRecord>,
     /// Sorted by source UID, so an entry is found in O(log N) (each carries its group).
     pub entries: Vec<Entry>,
+}
+
+/// A namespace a move created in the target, as its journal records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MadeNamespaceRecord {
+    pub name: String,
+    pub uid: String,
 }
 
 impl Journal {
@@ -191,6 +202,7 @@ impl Journal {
             objects: None,
             owners_recorded: true,
             moved: Vec::new(),
+            made_namespaces: Vec::new(),
             entries,
         };
         journal.sort();
@@ -283,6 +295,7 @@ impl Journal {
             objects: Some(self.objects.unwrap_or(self.entries.len())),
             owners_recorded: self.owners_recorded,
             moved: self.moved.clone(),
+            made_namespaces: Vec::new(),
             entries: Vec::new(),
         }
     }
@@ -724,6 +737,7 @@ mod tests {
             objects: None,
             owners_recorded: true,
             moved: Vec::new(),
+            made_namespaces: Vec::new(),
             entries: vec![Entry {
                 object,
                 resource: "secrets".into(),

@@ -111,3 +111,54 @@ pub(super) enum NamespaceState {
     /// Not there, and the server would not create it: why.
     Rejected(String),
 }
+
+/// A rollback's last step in the target: removes the namespaces the move created there (each by
+/// its UID) in which nothing of the kinds the move brought is left — what the rollback removed
+/// was all that the move put there; anything else someone put there since keeps its namespace.
+pub(super) async fn remove_if_empty(
+    target: &Cluster,
+    journal: &super::journal::Journal,
+) -> Result<()> {
+    let mut resources: Vec<ApiResource> = Vec::new();
+    for entry in journal.entries.iter().filter(|e| e.namespaced) {
+        let resource = super::journal::entry_resource(entry);
+        if !resources
+            .iter()
+            .any(|r| r.plural == resource.plural && r.group == resource.group)
+        {
+            resources.push(resource);
+        }
+    }
+    'namespaces: for made in &journal.made_namespaces {
+        for resource in &resources {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(target.client.clone(), &made.name, resource);
+            let left = api
+                .list(&kube::api::ListParams::default().limit(2))
+                .await
+                .map_err(|e| {
+                    target.api_error(
+                        e,
+                        &format!("listing {} in namespace {}", resource.plural, made.name),
+                    )
+                })?;
+            // Every namespace gets its root CA ConfigMap from the cluster itself.
+            if left
+                .items
+                .iter()
+                .any(|o| o.metadata.name.as_deref() != Some("kube-root-ca.crt"))
+            {
+                continue 'namespaces;
+            }
+        }
+        remove_namespaces(
+            target,
+            &[MadeNamespace {
+                name: made.name.clone(),
+                uid: made.uid.clone(),
+            }],
+        )
+        .await;
+    }
+    Ok(())
+}

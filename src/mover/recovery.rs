@@ -317,6 +317,7 @@ pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
         progress,
     )
     .await?;
+    super::namespaces::remove_if_empty(target, &journal.journal).await?;
     patch_paused(
         source,
         &pausable_entries(&journal.journal),

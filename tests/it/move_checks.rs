@@ -410,3 +410,35 @@ async fn a_connection_lost_during_the_dry_runs_leaves_no_namespace_behind() {
         "and removed it when they failed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_removes_the_namespaces_the_move_made_unless_someone_uses_them() {
+    for someone_uses_it in [false, true] {
+        let w = World::start(&Fixture::workload(&["w1"])).await;
+        assert!(
+            crate::move_scenarios::kill_at(
+                &w,
+                &MOVE_NS1,
+                crate::move_scenarios::KillPoint::Writes(6)
+            )
+            .await
+        );
+        assert!(w.target.object("", "namespaces", "", "ns1").is_some());
+        if someone_uses_it {
+            w.target
+                .load(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "theirs", "namespace": "ns1"}}))
+                .unwrap();
+        }
+        let out = w.plugin(&[&MOVE_NS1[..], &["--rollback"]].concat()).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(
+            w.target.object("", "namespaces", "", "ns1").is_some(),
+            someone_uses_it,
+            "someone uses it: {someone_uses_it}"
+        );
+        if someone_uses_it {
+            assert!(w.target.object("", "secrets", "ns1", "theirs").is_some());
+        }
+    }
+}
