@@ -1342,6 +1342,11 @@ impl<'a> Move<'a> {
             clusters,
         } = planned;
         let dry_run = self.args.dry_run;
+        // The preflight may make namespaces for its dry runs: from here Ctrl-C lets it finish
+        // and then removes them, rather than ending with them left behind.
+        if dry_run == DryRun::None {
+            self.stop.on_ctrl_c(OnCtrlC::StopAfterWritesInFlight);
+        }
         let (failures, checked) = if dry_run == DryRun::Client {
             (
                 Vec::new(),
@@ -1410,6 +1415,15 @@ impl<'a> Move<'a> {
             return Ok(Step::Stop(ExitStatus::Failure));
         }
         if dry_run == DryRun::None {
+            if self.stop.requested() {
+                if let Some(target) = &self.target {
+                    remove_namespaces(&target.cluster, &checked.made_namespaces).await;
+                }
+                self.printer.note(
+                    "interrupted before the move's first write: the namespaces its checks made are removed again, nothing else was written",
+                );
+                return Err(self.stop.check().err().unwrap_or(Error::Interrupted));
+            }
             return Ok(Step::Go(checked));
         }
         // A dry run leaves nothing behind, not even the namespaces its checks needed.

@@ -442,3 +442,47 @@ async fn a_rollback_removes_the_namespaces_the_move_made_unless_someone_uses_the
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_the_dry_runs_removes_the_namespaces_they_needed() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    w.target.inject(
+        capi_sandbox::FaultRule::new(capi_sandbox::FaultAction::Latency(
+            std::time::Duration::from_millis(300),
+        ))
+        .verbs(&["create"])
+        .dry_run(true)
+        .agent("kubectl-capi/"),
+    );
+    let mut child = w
+        .command(&[&MOVE_NS1[..], &["--concurrency", "1"]].concat())
+        .spawn()
+        .unwrap();
+    while !w
+        .target
+        .requests()
+        .iter()
+        .any(|r| r.dry_run && r.resource != "namespaces")
+    {
+        assert!(child.try_wait().unwrap().is_none(), "still checking");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(w.target.object("", "namespaces", "", "ns1").is_some());
+    let out = crate::common::interrupt(child).await;
+    assert_eq!(out.code, 130, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("interrupted before the move's first write"),
+        "{}",
+        out.stderr
+    );
+    assert!(w.target.object("", "namespaces", "", "ns1").is_none());
+    assert!(
+        w.source
+            .writes()
+            .iter()
+            .all(|r| !r.agent.starts_with("kubectl-capi/")),
+        "nothing paused in the source"
+    );
+    assert!(w.source.lease().is_none());
+}
