@@ -174,11 +174,6 @@ fn source_connection(args: &VerifyArgs, settings: &Settings) -> Option<Connectio
 
 /// `kubectl capi verify`.
 pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
-    if settings.scope.selector.is_some() {
-        return Err(Error::Usage(
-            "verify selects Clusters by name, not by label: drop -l and name the Clusters".into(),
-        ));
-    }
     let journal = match &args.journal {
         Some(path) => Some(Journal::load(path)?),
         None => None,
@@ -213,6 +208,26 @@ pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> R
                 super::scope_shown(&scope)
             ),
         ),
+    };
+    // `-l`: the records of the Clusters here whose labels match, as the server evaluates them.
+    let recorded = match settings.scope.selector.as_deref() {
+        Some(selector) => {
+            let matching = clusters_matching(&target, &scope, selector).await?;
+            let kept: Vec<MovedCluster> = recorded
+                .into_iter()
+                .filter(|m| {
+                    matching.contains(&(m.cluster.namespace.clone(), m.cluster.name.clone()))
+                })
+                .collect();
+            if kept.is_empty() {
+                return Err(Error::Refused(vec![format!(
+                    "no moved Clusters match -l {selector} in {}",
+                    super::scope_shown(&scope)
+                )]));
+            }
+            kept
+        }
+        None => recorded,
     };
     let moved = select(recorded, &args.clusters, &whence)?;
     let source = match source_connection(args, settings) {
@@ -262,4 +277,28 @@ fn select(
         )));
     }
     Ok(selected)
+}
+
+/// `(namespace, name)` of the Clusters in `scope` whose labels match `selector`.
+async fn clusters_matching(
+    cluster: &crate::kube::Cluster,
+    scope: &ListScope,
+    selector: &str,
+) -> Result<std::collections::BTreeSet<(String, String)>> {
+    let catalog = crate::kube::Catalog::discover(cluster).await?;
+    let Some(info) = catalog.kind(crate::names::CORE_GROUP, "Cluster") else {
+        return Ok(Default::default());
+    };
+    let api = crate::snapshot::list_api(cluster, info, scope);
+    let listed = crate::snapshot::list_all(
+        cluster,
+        &api,
+        &info.resource,
+        kube::api::ListParams::default().labels(selector),
+    )
+    .await?;
+    Ok(listed
+        .into_iter()
+        .filter_map(|c| Some((c.metadata.namespace?, c.metadata.name?)))
+        .collect())
 }

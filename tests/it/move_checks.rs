@@ -486,3 +486,45 @@ async fn ctrl_c_during_the_dry_runs_removes_the_namespaces_they_needed() {
     );
     assert!(w.source.lease().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_selects_moved_clusters_by_label_too() {
+    let w = labelled().await;
+    let out = w
+        .plugin(&[&MOVE_NS1[..], &["--restore-status"]].concat())
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let w = &w;
+    let verify = |selector: &'static str| async move {
+        w.plugin(&[
+            "verify",
+            "--context",
+            "target",
+            "-n",
+            "ns1",
+            "-l",
+            selector,
+            "-o",
+            "json",
+        ])
+        .await
+    };
+    let out = verify("env=prod").await;
+    let report: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {}", out.stdout, out.stderr));
+    let names: Vec<&str> = report["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cluster"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["foo"], "{}", out.stdout);
+    let out = verify("env=nomatch").await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("no moved Clusters match -l env=nomatch in namespace ns1"),
+        "{}",
+        out.stderr
+    );
+}
