@@ -84,6 +84,11 @@ where
         Ok(status) => status,
         Err(Error::Interrupted) => ExitStatus::Interrupted,
         Err(Error::BrokenPipe) => ExitStatus::BrokenPipe,
+        // A permission missing is an answer like a refusal: exit 1, the permission named.
+        Err(error @ Error::Forbidden { .. }) => {
+            printer.error(&error.to_string());
+            ExitStatus::Failure
+        }
         Err(Error::Refused(reasons)) => {
             match reasons.as_slice() {
                 [reason] => printer.error(reason),

@@ -173,7 +173,7 @@ async fn tls_failure_and_bad_token() {
 async fn forbidden_user() {
     let sandbox = Sandbox::start(Dialect::V1beta2).await;
     let output = sandbox.plugin(&["version", "--as", "nobody"]).await;
-    assert_one_line_error(
+    assert_one_line_refusal(
         &output,
         "User \"nobody\" cannot list resource \"providers\"",
     );

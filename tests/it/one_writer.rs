@@ -327,7 +327,7 @@ async fn the_lease_permissions_are_reviewed_and_a_move_without_them_writes_nothi
         out.stderr
     );
     let out = w.plugin(&MOVE_NS1).await;
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.code, 1, "a missing permission refuses: {}", out.stderr);
     assert!(
         out.stderr
             .contains("taking the lease kube-system/kubectl-capi")
