@@ -1254,6 +1254,24 @@ impl<'a> Move<'a> {
         Ok(ExitStatus::Success)
     }
 
+    /// What the preflight knows of this move beyond its plan, as every check of it starts.
+    fn this_move<'b>(
+        &'b self,
+        flags: &'b str,
+        unfinished: &'b [crate::ready::evaluate::UnfinishedMove],
+        between: Option<&'b crate::verify::Between>,
+    ) -> ThisMove<'b> {
+        ThisMove {
+            overwrite_existing: self.args.overwrite_existing,
+            journal_namespace: self.records.as_ref().map(|r| r.copy_namespace.as_str()),
+            flags,
+            concurrency: usize::from(self.args.concurrency),
+            unfinished,
+            earlier_copies: between.map(|b| (&self.source, b)),
+            ..ThisMove::default()
+        }
+    }
+
     /// The two clusters of this move, by identity (with a target).
     fn between(&self) -> Option<crate::verify::Between> {
         self.records.as_ref().map(|r| crate::verify::Between {
@@ -1301,6 +1319,7 @@ impl<'a> Move<'a> {
             }
         }
         let between = self.between();
+        let flags = self.settings.connection.as_flags();
         let unfinished =
             super::ready::unfinished_moves(&self.source, &snapshot, self.settings).await?;
         let found = preflight(
@@ -1311,14 +1330,8 @@ impl<'a> Move<'a> {
             self.target.as_ref(),
             &planned.clusters,
             &ThisMove {
-                overwrite_existing: self.args.overwrite_existing,
-                journal_namespace: self.records.as_ref().map(|r| r.copy_namespace.as_str()),
-                flags: &self.settings.connection.as_flags(),
-                concurrency: usize::from(self.args.concurrency),
-                unfinished: &unfinished,
-                earlier_copies: between.as_ref().map(|b| (&self.source, b)),
                 before_freeze: true,
-                ..ThisMove::default()
+                ..self.this_move(&flags, &unfinished, between.as_ref())
             },
         )
         .await?;
@@ -1359,6 +1372,7 @@ impl<'a> Move<'a> {
             )
         } else {
             let between = self.between();
+            let flags = self.settings.connection.as_flags();
             let unfinished = super::ready::unfinished_moves(
                 &self.source,
                 &crate::mover::graph::snapshot_of(objects),
@@ -1374,14 +1388,8 @@ impl<'a> Move<'a> {
                 clusters,
                 &ThisMove {
                     earlier: history.unfinished.as_ref(),
-                    overwrite_existing: self.args.overwrite_existing,
-                    journal_namespace: self.records.as_ref().map(|r| r.copy_namespace.as_str()),
-                    flags: &self.settings.connection.as_flags(),
-                    concurrency: usize::from(self.args.concurrency),
-                    unfinished: &unfinished,
-                    earlier_copies: between.as_ref().map(|b| (&self.source, b)),
-                    before_freeze: false,
                     server_dry_run: dry_run == DryRun::Server,
+                    ..self.this_move(&flags, &unfinished, between.as_ref())
                 },
             )
             .await?;

@@ -34,18 +34,22 @@ pub async fn remove_namespaces(target: &Cluster, made: &[MadeNamespace]) {
     }
 }
 
+/// Whether `namespace` exists in the target.
+async fn exists(target: &Cluster, namespace: &str) -> Result<bool> {
+    Ok(namespaces_api(target)
+        .get_opt(namespace)
+        .await
+        .map_err(|e| target.api_error(e, "reading namespaces"))?
+        .is_some())
+}
+
 /// Ensures a namespace exists in the target; returns it if this call created it.
 pub(super) async fn ensure_namespace(
     target: &Cluster,
     namespace: &str,
 ) -> Result<Option<MadeNamespace>> {
     let api = namespaces_api(target);
-    if api
-        .get_opt(namespace)
-        .await
-        .map_err(|e| target.api_error(e, "reading namespaces"))?
-        .is_some()
-    {
+    if exists(target, namespace).await? {
         return Ok(None);
     }
     let object: DynamicObject = serde_json::from_value(
@@ -78,12 +82,7 @@ pub(super) async fn namespace_checked_by_dry_run(
     namespace: &str,
 ) -> Result<NamespaceState> {
     let api = namespaces_api(target);
-    if api
-        .get_opt(namespace)
-        .await
-        .map_err(|e| target.api_error(e, "reading namespaces"))?
-        .is_some()
-    {
+    if exists(target, namespace).await? {
         return Ok(NamespaceState::Exists);
     }
     let object: DynamicObject = serde_json::from_value(
