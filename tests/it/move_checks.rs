@@ -528,3 +528,55 @@ async fn verify_selects_moved_clusters_by_label_too() {
         out.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_deployment_frozen_at_zero_machines_does_not_stall_the_wait() {
+    // Frozen scaling is a warning to readiness, so no wait of this tool depends on a frozen
+    // MachineDeployment creating its first Machine: it moves, and scales up in the target once
+    // the freeze is released there.
+    let w = World::start(&Fixture::workload(&[])).await;
+    for (kind, plural, name) in [
+        ("MachineDeployment", "machinedeployments", "md1"),
+        ("MachineSet", "machinesets", "md1-a"),
+    ] {
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+            w.source.client(),
+            "ns1",
+            &kube::api::ApiResource::from_gvk_with_plural(
+                &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", kind),
+                plural,
+            ),
+        );
+        api.patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({
+                "metadata": {"labels": {"cluster.x-k8s.io/cluster-name": "foo"}},
+                "spec": {"clusterName": "foo", "replicas": 2}})),
+        )
+        .await
+        .unwrap();
+    }
+    let ready = w
+        .plugin(&["ready", "foo", "-n", "ns1", "--context", "source"])
+        .await;
+    assert_eq!(ready.code, 1, "a scale-up in flight: {}", ready.stdout);
+    let out = w
+        .plugin(
+            &[
+                &MOVE_NS1[..],
+                &["foo", "--freeze", "--wait-ready", "--timeout", "5m"],
+            ]
+            .concat(),
+        )
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        w.target
+            .object("cluster.x-k8s.io", "machinedeployments", "ns1", "md1")
+            .is_some_and(|md| md["metadata"]["annotations"]
+                .get("cluster.x-k8s.io/paused")
+                .is_none()),
+        "moved, and released in the target"
+    );
+}
