@@ -219,6 +219,19 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
                 report = r;
                 status = ExitStatus::Success;
             }
+            Some(Outcome::Stuck(r, reasons)) => {
+                report = r;
+                status = ExitStatus::Failure;
+                for (cluster, why) in &reasons {
+                    printer.warn(&format!(
+                        "{}: {why}; stopped waiting — release the freeze with `kubectl capi resume {} -n {}{}` and wait without it",
+                        cluster.kubectl_name(),
+                        shell_word(&cluster.name),
+                        shell_word(&cluster.namespace),
+                        settings.connection.as_flags()
+                    ));
+                }
+            }
             Some(Outcome::TimedOut(r)) => {
                 report = r;
                 status = ExitStatus::Failure;

@@ -186,6 +186,43 @@ pub fn resume_action(target: &Target) -> Action {
 }
 
 /// Deep-merges `patch` into `base` (test fixtures).
+/// Of `clusters`, those whose control plane is frozen now and so can never become ready (see
+/// [`frozen_forever`]): a wait for them ends at once instead of at its timeout. Empty
+/// `clusters`: every Cluster of the snapshot.
+pub fn stuck_while_frozen(
+    snapshot: &Snapshot,
+    clusters: &[(String, String)],
+) -> Vec<(ObjectRef, String)> {
+    let references: Vec<ObjectRef> = snapshot
+        .of_kind(CORE_GROUP, "Cluster")
+        .iter()
+        .map(|o| ClusterView::read(o))
+        .filter(|c| {
+            clusters.is_empty()
+                || clusters
+                    .iter()
+                    .any(|(ns, name)| *ns == c.reference.namespace && *name == c.reference.name)
+        })
+        .filter(|c| {
+            c.control_plane_ref.as_ref().is_some_and(|r| {
+                snapshot.of_kind(&r.api_group, &r.kind).iter().any(|o| {
+                    o.metadata.namespace.as_deref() == Some(c.reference.namespace.as_str())
+                        && o.metadata.name.as_deref() == Some(r.name.as_str())
+                        && has_annotation(o, PAUSED_ANNOTATION)
+                })
+            })
+        })
+        .map(|c| c.reference)
+        .collect();
+    frozen_forever(snapshot, &references)
+        .into_iter()
+        .map(|(cluster, why)| {
+            let why = why.replace("frozen, it could never", "frozen, it can never");
+            (cluster, why)
+        })
+        .collect()
+}
+
 /// Clusters a freeze would keep from ever becoming ready (pure): a control plane that has not
 /// initialized and has no control-plane Machine yet — frozen, it cannot create its first one, so
 /// a wait for readiness could only time out. `(cluster, why)` for each.

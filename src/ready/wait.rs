@@ -11,6 +11,8 @@ use crate::snapshot::watch::{Waited, until};
 pub enum Outcome {
     Ready(Report),
     TimedOut(Report),
+    /// A Cluster whose frozen control plane can never become ready: waiting ends at once.
+    Stuck(Report, Vec<(crate::model::ObjectRef, String)>),
 }
 
 /// Watches until the evaluation says ready or `timeout` passes; `on_change` sees every new report.
@@ -32,11 +34,17 @@ pub async fn wait(
             on_change(&report);
             last = Some(fingerprint);
         }
-        (report.ready, report)
+        let stuck = if report.ready {
+            Vec::new()
+        } else {
+            crate::freeze::plan::stuck_while_frozen(snapshot, &options.clusters)
+        };
+        (report.ready || !stuck.is_empty(), (report, stuck))
     })
     .await?;
     Ok(match waited {
-        Waited::Done(report) => Outcome::Ready(report),
-        Waited::TimedOut(report) => Outcome::TimedOut(report),
+        Waited::Done((report, stuck)) if !stuck.is_empty() => Outcome::Stuck(report, stuck),
+        Waited::Done((report, _)) => Outcome::Ready(report),
+        Waited::TimedOut((report, _)) => Outcome::TimedOut(report),
     })
 }

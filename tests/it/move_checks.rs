@@ -580,3 +580,66 @@ async fn a_machine_deployment_frozen_at_zero_machines_does_not_stall_the_wait() 
         "moved, and released in the target"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_ends_at_once_when_a_frozen_control_plane_can_never_start() {
+    let mut f = Fixture::default();
+    f.cluster("ns1", "foo", true);
+    let w = World::start(&f).await;
+    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        w.source.client(),
+        "ns1",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
+            "clusters",
+        ),
+    );
+    clusters
+        .patch_status(
+            "foo",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"status": {
+                "initialization": {"controlPlaneInitialized": false},
+                "conditions": [{"type": "ControlPlaneInitialized", "status": "False",
+                    "reason": "WaitingForControlPlane", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})),
+        )
+        .await
+        .unwrap();
+    // Frozen by hand (pause does not know what a move will wait for).
+    let paused = w
+        .plugin(&["pause", "foo", "-n", "ns1", "--context", "source"])
+        .await;
+    assert_eq!(paused.code, 0, "{}", paused.stderr);
+    // (Ends long before its 5 minutes: it sees the control plane can never start.)
+    let out = w
+        .plugin(&[
+            "ready",
+            "foo",
+            "-n",
+            "ns1",
+            "--context",
+            "source",
+            "--wait",
+            "--timeout",
+            "5m",
+        ])
+        .await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("frozen, it can never create the first one")
+            && out.stderr.contains("stopped waiting"),
+        "{}",
+        out.stderr
+    );
+    let hint = out
+        .stderr
+        .split("release the freeze with `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap()
+        .to_string();
+    let pasted = w.paste(&hint).await;
+    assert_eq!(pasted.code, 0, "{hint}: {}", pasted.stderr);
+    assert!(pasted.stdout.contains("resumed"), "{}", pasted.stdout);
+}
