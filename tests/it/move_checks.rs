@@ -643,3 +643,32 @@ async fn a_wait_ends_at_once_when_a_frozen_control_plane_can_never_start() {
     assert_eq!(pasted.code, 0, "{hint}: {}", pasted.stderr);
     assert!(pasted.stdout.contains("resumed"), "{}", pasted.stdout);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_namespace_reads_refuse_naming_the_permission() {
+    for end in ["source", "target"] {
+        let w = World::start(&Fixture::workload(&["w1"])).await;
+        let server = if end == "source" {
+            &w.source
+        } else {
+            &w.target
+        };
+        server.deny("get", "namespaces");
+        let out = w.plugin(&MOVE_NS1).await;
+        assert_eq!(out.code, 1, "{end}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("namespaces") && out.stderr.contains("forbidden"),
+            "{end}: {}",
+            out.stderr
+        );
+        for server in [&w.source, &w.target] {
+            assert!(
+                server
+                    .writes()
+                    .iter()
+                    .all(|r| !r.agent.starts_with("kubectl-capi/")),
+                "{end}: nothing written"
+            );
+        }
+    }
+}
