@@ -114,6 +114,31 @@ pub async fn run(
     settings: &Settings,
     printer: &Printer,
 ) -> Result<ExitStatus> {
+    let (status, _) = run_on(
+        mode,
+        selection,
+        (reason, keep_remediation),
+        (locking, None),
+        settings,
+        printer,
+    )
+    .await?;
+    Ok(status)
+}
+
+/// [`run`], on `only` those objects when given (a release of exactly what a freeze froze), and
+/// returning what happened to each object.
+pub async fn run_on(
+    mode: Mode,
+    selection: &FreezeSelection,
+    (reason, keep_remediation): (Option<&str>, bool),
+    (locking, only): (
+        Locking,
+        Option<std::collections::BTreeSet<model::ObjectRef>>,
+    ),
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<(ExitStatus, Vec<Outcome>)> {
     let verb = if mode == Mode::Freeze {
         "pause"
     } else {
@@ -172,6 +197,7 @@ pub async fn run(
         keep_remediation,
         dry_run,
         marker: apply::marker(&cluster.identity, reason, &time),
+        only,
     };
     // Only the writes hold the lease; waiting for the controllers does not.
     let lease = match (locking, dry_run) {
@@ -240,7 +266,7 @@ pub async fn run(
             printer.data(&printer.structured(&Result_ {
                 api_version: "kubectl-capi/v1",
                 kind,
-                items: outcomes,
+                items: outcomes.clone(),
             }))?;
         }
         OutputFormat::Name => {
@@ -280,5 +306,5 @@ pub async fn run(
             }
         }
     }
-    Ok(status)
+    Ok((status, outcomes))
 }

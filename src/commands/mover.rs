@@ -416,8 +416,10 @@ async fn story(
     } else {
         String::new()
     };
-    if (args.freeze || args.wait_ready)
-        && let Some(status) = before_moving(
+    // What this command's freeze froze (not what was frozen before it).
+    let mut froze = BTreeSet::new();
+    if args.freeze || args.wait_ready {
+        let (ended, frozen_now) = before_moving(
             args,
             settings,
             printer,
@@ -425,12 +427,44 @@ async fn story(
             (&selection, &still_frozen),
             stop,
         )
-        .await?
-    {
-        return Ok(status);
+        .await?;
+        froze = frozen_now;
+        if let Some(status) = ended {
+            return Ok(status);
+        }
     }
+    // A refusal undoes the freeze this command made: nothing of it stays behind.
+    let undo_freeze = |froze: BTreeSet<ObjectRef>| async {
+        if froze.is_empty() {
+            return Ok::<_, Error>(());
+        }
+        let count = froze.len();
+        let (status, _) = crate::commands::freeze::run_on(
+            Mode::Resume,
+            &selection,
+            (None, false),
+            (crate::commands::freeze::Locking::HeldByCaller, Some(froze)),
+            &step_settings,
+            &step,
+        )
+        .await?;
+        if status == ExitStatus::Success {
+            printer.note(&format!(
+                "note: the move was refused, so the freeze this command made ({count} object(s)) was released again"
+            ));
+        }
+        Ok(())
+    };
     let mut summary = match move_once(args, settings, printer, stop).await {
         Ok(Finished::Moved(summary)) => summary,
+        Ok(Finished::Ended(ExitStatus::Failure)) if !froze.is_empty() => {
+            undo_freeze(froze).await?;
+            return Ok(ExitStatus::Failure);
+        }
+        Err(Error::Refused(reasons)) if !froze.is_empty() => {
+            undo_freeze(froze).await?;
+            return Err(Error::Refused(reasons));
+        }
         Ok(Finished::Ended(other)) => {
             if args.freeze {
                 printer.note(&format!("note: nothing was moved{still_frozen}"));
@@ -544,7 +578,7 @@ fn verify_command(args: &MoveArgs, settings: &Settings, summary: &Summary) -> St
 }
 
 /// `--freeze` and `--wait-ready`: freeze the Clusters' scaling, wait until they can be moved.
-/// `Some(status)` ends the command there.
+/// `Some(status)` ends the command there; with what this freeze froze (newly).
 async fn before_moving(
     args: &MoveArgs,
     settings: &Settings,
@@ -552,7 +586,8 @@ async fn before_moving(
     (step_settings, step): (&Settings, &Printer),
     (selection, still_frozen): (&FreezeSelection, &str),
     stop: &Stop,
-) -> Result<Option<ExitStatus>> {
+) -> Result<(Option<ExitStatus>, BTreeSet<ObjectRef>)> {
+    let mut froze = BTreeSet::new();
     // The freeze is a write: a move that will be refused for its ends (or its local paths) must
     // not start with it.
     check_arguments(args)?;
@@ -564,21 +599,26 @@ async fn before_moving(
     // Every check the freeze does not change, before the freeze writes.
     let this = Move::connect(args, settings, step, stop.clone()).await?;
     if let Some(status) = this.check_before_freezing().await? {
-        return Ok(Some(status));
+        return Ok((Some(status), froze));
     }
     drop(this);
     if args.freeze {
-        let frozen = crate::commands::freeze::run(
+        let (frozen, outcomes) = crate::commands::freeze::run_on(
             Mode::Freeze,
             selection,
             (Some("kubectl capi move --freeze"), false),
-            crate::commands::freeze::Locking::HeldByCaller,
+            (crate::commands::freeze::Locking::HeldByCaller, None),
             step_settings,
             step,
         )
         .await?;
+        froze = outcomes
+            .into_iter()
+            .filter(|o| o.action == crate::freeze::plan::Action::Frozen)
+            .map(|o| o.object)
+            .collect();
         if frozen != ExitStatus::Success {
-            return Ok(Some(frozen));
+            return Ok((Some(frozen), froze));
         }
     }
     if args.wait_ready {
@@ -598,10 +638,10 @@ async fn before_moving(
                 "the Clusters did not become ready to move within {}{still_frozen}",
                 crate::cli::show_duration(args.timeout)
             ));
-            return Ok(Some(status));
+            return Ok((Some(status), froze));
         }
     }
-    Ok(None)
+    Ok((None, froze))
 }
 
 /// How one run of the move ended: the objects moved (its summary still to print), or another
@@ -1417,7 +1457,12 @@ impl<'a> Move<'a> {
                 )))?;
             }
             self.printer.refused(
-                "move refused by its preflight, nothing was written:",
+                if self.args.freeze {
+                    // Its freeze ran before these checks; the story releases what it froze.
+                    "move refused by its preflight, nothing was moved:"
+                } else {
+                    "move refused by its preflight, nothing was written:"
+                },
                 &failures,
             );
             return Ok(Step::Stop(ExitStatus::Failure));

@@ -36,6 +36,8 @@ pub struct Request {
     pub dry_run: DryRun,
     /// The marker annotation's value: when, by whom, why.
     pub marker: String,
+    /// Only these objects (a release of exactly what one command froze); `None`: all.
+    pub only: Option<BTreeSet<ObjectRef>>,
 }
 
 /// What happened to one object.
@@ -162,7 +164,12 @@ pub async fn run(
         let mut wrote = false;
         for (namespace, name) in &request.clusters {
             for target in targets(&snapshot, namespace, name, request.keep_remediation) {
-                if seen.contains(&target.object) {
+                if seen.contains(&target.object)
+                    || request
+                        .only
+                        .as_ref()
+                        .is_some_and(|only| !only.contains(&target.object))
+                {
                     continue;
                 }
                 let action = if request.dry_run == DryRun::Client {

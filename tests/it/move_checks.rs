@@ -672,3 +672,64 @@ async fn forbidden_namespace_reads_refuse_naming_the_permission() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_refused_after_its_freeze_releases_exactly_what_it_froze() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    // Frozen before by someone with `kubectl capi pause`: that freeze is theirs, and stays.
+    let md: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        w.source.client(),
+        "ns1",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "MachineSet"),
+            "machinesets",
+        ),
+    );
+    md.patch(
+        "md1-a",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"metadata": {"annotations": {
+            "cluster.x-k8s.io/paused": "", "kubectl-capi.dev/frozen": "{\"by\":\"them\"}"}}})),
+    )
+    .await
+    .unwrap();
+    // The target's webhook rejects the Cluster: only the dry runs after the freeze see it.
+    w.target.inject(
+        capi_sandbox::FaultRule::new(capi_sandbox::FaultAction::Fail {
+            code: 422,
+            retry_after: None,
+        })
+        .verbs(&["create"])
+        .resource("clusters")
+        .dry_run(true),
+    );
+    let out = w
+        .plugin(&[&MOVE_NS1[..], &["foo", "--freeze"]].concat())
+        .await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("the target cluster rejects cluster.cluster.x-k8s.io/foo")
+            && out
+                .stderr
+                .contains("the freeze this command made (1 object(s)) was released again")
+            && out
+                .stderr
+                .contains("move refused by its preflight, nothing was moved:"),
+        "{}",
+        out.stderr
+    );
+    let paused = |plural: &str, name: &str| {
+        w.source
+            .object("cluster.x-k8s.io", plural, "ns1", name)
+            .or_else(|| {
+                w.source
+                    .object("controlplane.cluster.x-k8s.io", plural, "ns1", name)
+            })
+            .unwrap()["metadata"]["annotations"]
+            .get("cluster.x-k8s.io/paused")
+            .is_some()
+    };
+    assert!(!paused("kubeadmcontrolplanes", "foo"), "released");
+    assert!(paused("machinesets", "md1-a"), "their freeze stays");
+}
