@@ -695,6 +695,8 @@ struct Checked {
     reused: BTreeSet<String>,
     /// What a server-side dry run could not check yet (one line each).
     unchecked: Vec<String>,
+    /// Namespaces the refused dry runs needed: created, then removed again.
+    removed_namespaces: Vec<String>,
 }
 
 /// One run of `kubectl capi move` between two clusters (or to a directory): its flags, its ends
@@ -1408,6 +1410,7 @@ impl<'a> Move<'a> {
                     made_namespaces: Vec::new(),
                     reused: BTreeSet::new(),
                     unchecked: Vec::new(),
+                    removed_namespaces: Vec::new(),
                 },
             )
         } else {
@@ -1440,6 +1443,7 @@ impl<'a> Move<'a> {
                     made_namespaces: found.made_namespaces,
                     reused: found.reused,
                     unchecked: found.unchecked,
+                    removed_namespaces: found.removed_namespaces,
                 },
             )
         };
@@ -1456,15 +1460,17 @@ impl<'a> Move<'a> {
                     failures.clone(),
                 )))?;
             }
-            self.printer.refused(
-                if self.args.freeze {
-                    // Its freeze ran before these checks; the story releases what it froze.
-                    "move refused by its preflight, nothing was moved:"
-                } else {
-                    "move refused by its preflight, nothing was written:"
-                },
-                &failures,
-            );
+            // Exactly what it wrote and undid: "nothing was written" only when nothing was.
+            let heading = match (self.args.freeze, checked.removed_namespaces.as_slice()) {
+                // Its freeze ran before these checks; the story releases what it froze.
+                (true, _) => "move refused by its preflight, nothing was moved:".to_string(),
+                (false, []) => "move refused by its preflight, nothing was written:".to_string(),
+                (false, made) => format!(
+                    "move refused by its preflight; the namespace(s) {} its dry runs needed were created in the target and removed again, nothing else was written:",
+                    made.join(", ")
+                ),
+            };
+            self.printer.refused(&heading, &failures);
             return Ok(Step::Stop(ExitStatus::Failure));
         }
         if dry_run == DryRun::None {

@@ -368,6 +368,9 @@ pub struct Preflight {
     pub reused: BTreeSet<String>,
     /// What a server-side dry run could not check yet, and why (one line each).
     pub unchecked: Vec<String>,
+    /// Namespaces the dry runs needed, created and removed again because they refused: what a
+    /// refusal wrote and undid.
+    pub removed_namespaces: Vec<String>,
 }
 
 /// What the preflight knows of this move beyond its plan.
@@ -431,6 +434,7 @@ pub async fn preflight(
             in_target: BTreeSet::new(),
             reused: BTreeSet::new(),
             unchecked: Vec::new(),
+            removed_namespaces: Vec::new(),
             made_namespaces: Vec::new(),
         });
     };
@@ -448,6 +452,7 @@ pub async fn preflight(
             reused: judged.reused,
             made_namespaces: Vec::new(),
             unchecked: Vec::new(),
+            removed_namespaces: Vec::new(),
         });
     }
     let mut checked =
@@ -793,11 +798,13 @@ pub async fn dry_run_creates(
     let judged = judge_existing(appeared, target, this_move).await?;
     failures.extend(judged.refusals);
     let (in_target, reused) = (judged.in_target, judged.reused);
+    let mut removed_namespaces = Vec::new();
     if !failures.is_empty() {
         remove_namespaces(target, &created_namespaces).await;
-        created_namespaces.clear();
+        removed_namespaces = created_namespaces.drain(..).map(|m| m.name).collect();
     }
     Ok(Preflight {
+        removed_namespaces,
         failures,
         in_target,
         made_namespaces: created_namespaces,

@@ -733,3 +733,27 @@ async fn a_move_refused_after_its_freeze_releases_exactly_what_it_froze() {
     assert!(!paused("kubeadmcontrolplanes", "foo"), "released");
     assert!(paused("machinesets", "md1-a"), "their freeze stays");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_by_the_dry_runs_says_what_it_wrote_and_undid() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    w.target.inject(
+        capi_sandbox::FaultRule::new(capi_sandbox::FaultAction::Fail {
+            code: 422,
+            retry_after: None,
+        })
+        .verbs(&["create"])
+        .resource("clusters")
+        .dry_run(true),
+    );
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "the namespace(s) ns1 its dry runs needed were created in the target and removed again, nothing else was written"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(w.target.object("", "namespaces", "", "ns1").is_none());
+}
