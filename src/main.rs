@@ -5,5 +5,6 @@ use std::process::ExitCode;
 // between threads (half of a move's CPU time, measured by the move benchmark).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    kubectl_capi::output::on_panic();
     kubectl_capi::run(std::env::args_os()).await.into()
 }

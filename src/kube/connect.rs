@@ -128,6 +128,14 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         .find(|c| Some(&c.name) == context_name.as_ref())
         .and_then(|c| c.context.as_ref())
         .and_then(|c| c.user.clone());
+    let cluster_name = connection.cluster.clone().or_else(|| {
+        kubeconfig
+            .contexts
+            .iter()
+            .find(|c| Some(&c.name) == context_name.as_ref())
+            .and_then(|c| c.context.as_ref())
+            .map(|c| c.cluster.clone())
+    });
     let options = KubeConfigOptions {
         context: connection.context.clone(),
         cluster: connection.cluster.clone(),
@@ -139,6 +147,19 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
             KubeconfigError::LoadContext(name) => Error::UnknownContext(name),
             other => Error::Kubeconfig(other.to_string()),
         })?;
+    // A server without scheme or host would make the HTTP client panic: said here instead.
+    if config.cluster_url.scheme().is_none() || config.cluster_url.host().is_none() {
+        let server = config.cluster_url.to_string();
+        return Err(Error::Kubeconfig(format!(
+            "{}: cluster \"{}\" has server \"{server}\", which is not a URL (it needs a scheme and a host); write it as \"https://{}\" (http:// for a server without TLS)",
+            connection
+                .kubeconfig
+                .as_ref()
+                .map_or_else(|| "the kubeconfig".to_string(), |p| p.display().to_string()),
+            cluster_name.unwrap_or_default(),
+            server.trim_start_matches("//")
+        )));
+    }
     // Exactly one retry layer, the plugin's own: kube's would retry some statuses itself.
     config.default_retry = false;
     // Servers derive the field manager from the User-Agent: writes show up as kubectl-capi's.

@@ -203,3 +203,30 @@ fn write_all(out: &mut dyn Write, text: &str, newline: bool) -> std::io::Result<
     }
     out.flush()
 }
+/// A panic is a bug: one line on stderr that says so (a backtrace only with `RUST_BACKTRACE`),
+/// then exit 101 at once — also when a background task panics, which would otherwise leave the
+/// command going on with half a client. Journals and the lease are written so that a process
+/// ended at any point is resumed or taken over.
+pub fn on_panic() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string());
+        let place = info
+            .location()
+            .map(|l| format!(" ({}:{})", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: kubectl-capi {} failed: {}{place}; this is a bug, please report it",
+            env!("CARGO_PKG_VERSION"),
+            message.lines().next().unwrap_or_default()
+        );
+        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+            eprintln!("{}", std::backtrace::Backtrace::force_capture());
+        }
+        std::process::exit(101);
+    }));
+}

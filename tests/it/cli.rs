@@ -471,3 +471,33 @@ async fn a_target_without_cluster_api_is_named_by_the_target_flags() {
     );
     assert!(source.server.writes().is_empty() && bare.server.writes().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_a_scheme_is_named_not_panicked_on() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    let bare = sandbox.kubeconfig_with("no-scheme", |e| {
+        e.server = e.server.trim_start_matches("http://").to_string();
+    });
+    let address = sandbox
+        .serving
+        .url
+        .trim_start_matches("http://")
+        .to_string();
+    for args in [&["ready", "-A"][..], &["version"], &["pause", "--all"]] {
+        let mut full: Vec<&str> = args.to_vec();
+        let path = bare.to_str().unwrap();
+        full.extend(["--kubeconfig", path]);
+        let out = run_plugin(None, &full).await;
+        assert_one_line_error(
+            &out,
+            &format!("{path}: cluster \"sandbox\" has server \"{address}"),
+        );
+        assert!(
+            out.stderr
+                .contains(&format!("write it as \"https://{address}")),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    }
+}
