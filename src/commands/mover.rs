@@ -2,7 +2,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use super::reporter::Reporter;
@@ -668,7 +667,7 @@ struct MoveRecords {
     path: std::path::PathBuf,
     key: String,
     /// The two clusters, by their `kube-system` UIDs.
-    identities: same_cluster::Distinct,
+    identities: crate::verify::Between,
     copy_namespace: String,
 }
 
@@ -1190,34 +1189,19 @@ impl<'a> Move<'a> {
         else {
             return Ok(BTreeSet::new());
         };
-        let api = match &self.scope {
-            ListScope::Namespace(ns) => {
-                kube::Api::namespaced_with(self.source.client.clone(), ns, &clusters.resource)
-            }
-            ListScope::AllNamespaces => {
-                kube::Api::all_with(self.source.client.clone(), &clusters.resource)
-            }
-        };
-        let lean = crate::snapshot::Keep {
-            managed_fields: false,
-            status: crate::snapshot::Status::Skip,
-        };
-        let listed = crate::snapshot::list_keeping(
+        let listed = crate::snapshot::clusters_matching(
             &self.source,
-            &api,
             &clusters.resource,
-            kube::api::ListParams::default().labels(selector),
-            lean,
+            &self.scope,
+            selector,
         )
         .await?;
-        Ok(listed
-            .into_iter()
-            .filter_map(|l| l.object.metadata.uid)
-            .collect())
+        Ok(listed.into_iter().filter_map(|c| c.metadata.uid).collect())
     }
 
     /// Whether every object `plan` would copy is in the target already (by name; what is
-    /// there is then reused, or refused by the preflight). `false` without a target.
+    /// there is then reused, or refused by the preflight): the preflight's own read of what is
+    /// there, one LIST per kind and namespace. `false` without a target.
     async fn all_in_target(
         &self,
         plan: &MovePlan,
@@ -1226,31 +1210,10 @@ impl<'a> Move<'a> {
         let Some(target) = &self.target else {
             return Ok(false);
         };
-        let found: Vec<bool> = futures::stream::iter(plan.scheduled.iter().map(|uid| {
-            let reference = &plan.node(uid).reference;
-            async move {
-                let Some(t) = type_of(types, reference) else {
-                    return Ok(false);
-                };
-                let namespace = if t.info.namespaced {
-                    reference.namespace.as_str()
-                } else {
-                    ""
-                };
-                let api = crate::mover::requests::api(&target.cluster, &t.resource, namespace);
-                let present = api.get_opt(&reference.name).await.map_err(|e| {
-                    target.cluster.api_error(
-                        e,
-                        &format!("reading {} in the target", reference.kind_and_place()),
-                    )
-                })?;
-                Ok::<_, Error>(present.is_some())
-            }
-        }))
-        .buffered(usize::from(self.args.concurrency))
-        .try_collect()
-        .await?;
-        Ok(found.iter().all(|present| *present))
+        let there = crate::mover::preflight::existing_in_target(plan, types, &target.cluster)
+            .await?
+            .len();
+        Ok(there == plan.scheduled.len())
     }
 
     /// `--to-directory`: a backup after the source-side checks.
@@ -1314,14 +1277,6 @@ impl<'a> Move<'a> {
         }
     }
 
-    /// The two clusters of this move, by identity (with a target).
-    fn between(&self) -> Option<crate::verify::Between> {
-        self.records.as_ref().map(|r| crate::verify::Between {
-            source: r.identities.source.clone(),
-            target: r.identities.target.clone(),
-        })
-    }
-
     /// `--freeze`/`--wait-ready`: the checks that need no freeze, before freezing (read-only).
     /// `Some(status)` ends the command there: refused, or nothing to move.
     async fn check_before_freezing(&self) -> Result<Option<ExitStatus>> {
@@ -1360,7 +1315,7 @@ impl<'a> Move<'a> {
                 return Ok(Some(ExitStatus::Failure));
             }
         }
-        let between = self.between();
+        let between = self.records.as_ref().map(|r| &r.identities);
         let flags = self.settings.connection.as_flags();
         let unfinished =
             super::ready::unfinished_moves(&self.source, &snapshot, self.settings).await?;
@@ -1373,7 +1328,7 @@ impl<'a> Move<'a> {
             &planned.clusters,
             &ThisMove {
                 before_freeze: true,
-                ..self.this_move(&flags, &unfinished, between.as_ref())
+                ..self.this_move(&flags, &unfinished, between)
             },
         )
         .await?;
@@ -1414,7 +1369,7 @@ impl<'a> Move<'a> {
                 },
             )
         } else {
-            let between = self.between();
+            let between = self.records.as_ref().map(|r| &r.identities);
             let flags = self.settings.connection.as_flags();
             let unfinished = super::ready::unfinished_moves(
                 &self.source,
@@ -1432,7 +1387,7 @@ impl<'a> Move<'a> {
                 &ThisMove {
                     earlier: history.unfinished.as_ref(),
                     server_dry_run: dry_run == DryRun::Server,
-                    ..self.this_move(&flags, &unfinished, between.as_ref())
+                    ..self.this_move(&flags, &unfinished, between)
                 },
             )
             .await?;

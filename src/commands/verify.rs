@@ -289,14 +289,8 @@ async fn clusters_matching(
     let Some(info) = catalog.kind(crate::names::CORE_GROUP, "Cluster") else {
         return Ok(Default::default());
     };
-    let api = crate::snapshot::list_api(cluster, info, scope);
-    let listed = crate::snapshot::list_all(
-        cluster,
-        &api,
-        &info.resource,
-        kube::api::ListParams::default().labels(selector),
-    )
-    .await?;
+    let listed =
+        crate::snapshot::clusters_matching(cluster, &info.resource, scope, selector).await?;
     Ok(listed
         .into_iter()
         .filter_map(|c| Some((c.metadata.namespace?, c.metadata.name?)))

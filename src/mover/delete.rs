@@ -334,32 +334,12 @@ async fn copies_present(
             .or_default()
             .push(entry);
     }
-    let lean = crate::snapshot::Keep {
-        managed_fields: false,
-        status: crate::snapshot::Status::Skip,
-    };
     let mut gone = Vec::new();
     for ((_, _, namespace), entries) in lists {
         let resource = entry_resource(entries[0]);
-        let found = crate::snapshot::list_keeping(
-            target,
-            &api(target, &resource, &namespace),
-            &resource,
-            kube::api::ListParams::default(),
-            lean,
-        )
-        .await?;
-        let uids: std::collections::BTreeMap<&str, &str> = found
-            .iter()
-            .filter_map(|l| {
-                Some((
-                    l.object.metadata.name.as_deref()?,
-                    l.object.metadata.uid.as_deref()?,
-                ))
-            })
-            .collect();
+        let uids = super::requests::uids_by_name(target, &resource, &namespace, "target").await?;
         for entry in entries {
-            let present = match (uids.get(entry.object.name.as_str()), &entry.target_uid) {
+            let present = match (uids.get(&entry.object.name), &entry.target_uid) {
                 (Some(found), Some(recorded)) => found == recorded,
                 (found, None) => found.is_some(),
                 (None, Some(_)) => false,

@@ -464,7 +464,7 @@ pub async fn preflight(
 
 /// The planned objects that are in the target already (one lean LIST per kind and namespace,
 /// read-only): each with the UID it has there. A kind the target does not serve has none.
-async fn existing_in_target<'p>(
+pub(crate) async fn existing_in_target<'p>(
     plan: &'p MovePlan,
     types: &[MoveType],
     target: &Cluster,
@@ -482,42 +482,15 @@ async fn existing_in_target<'p>(
             String::new()
         };
         lists
-            .entry((qualified_name(t), namespace))
+            .entry((crate::snapshot::qualified(&t.resource), namespace))
             .or_default()
             .push((uid, node));
     }
-    let lean = crate::snapshot::Keep {
-        managed_fields: false,
-        status: crate::snapshot::Status::Skip,
-    };
     let mut found: Vec<(&String, &super::graph::Node, String)> = Vec::new();
     for ((_, namespace), nodes) in lists {
         let t = type_of(types, &nodes[0].1.reference).expect("grouped by type");
-        let objects = api(target, &t.resource, &namespace);
-        let mut uids: BTreeMap<String, String> = BTreeMap::new();
-        let mut params = ListParams::default().limit(crate::snapshot::PAGE_SIZE);
-        loop {
-            let page = match crate::snapshot::listed::page(&objects, &target.client, &params, lean)
-                .await
-            {
-                Ok(page) => page,
-                // Not served there: nothing of it exists (served_kinds refuses the move).
-                Err(kube::Error::Api(status)) if status.code == 404 => break,
-                Err(e) => {
-                    return Err(target
-                        .api_error(e, &format!("listing {} in the target", qualified_name(t))));
-                }
-            };
-            uids.extend(
-                page.items
-                    .into_iter()
-                    .filter_map(|l| Some((l.object.metadata.name?, l.object.metadata.uid?))),
-            );
-            match page.next {
-                Some(token) => params = params.continue_token(&token),
-                None => break,
-            }
-        }
+        // (A kind the target does not serve has none; served_kinds refuses the move.)
+        let uids = super::requests::uids_by_name(target, &t.resource, &namespace, "target").await?;
         for (uid, node) in nodes {
             if let Some(target_uid) = uids.get(&node.reference.name) {
                 found.push((uid, node, target_uid.clone()));
@@ -525,10 +498,6 @@ async fn existing_in_target<'p>(
         }
     }
     Ok(found)
-}
-
-fn qualified_name(t: &MoveType) -> String {
-    format!("{}.{}", t.resource.plural, t.info.group)
 }
 
 /// What the objects already in the target come to.

@@ -11,6 +11,49 @@ use crate::model::ObjectRef;
 
 use super::discover::MoveType;
 
+/// Name → UID of every object of `resource` in `namespace` of `cluster` (all namespaces when
+/// empty): lean LIST pages, nothing kept but metadata. A kind the cluster does not serve has
+/// none; any other failure is an error naming the `which` end.
+pub async fn uids_by_name(
+    cluster: &Cluster,
+    resource: &ApiResource,
+    namespace: &str,
+    which: &str,
+) -> crate::error::Result<std::collections::BTreeMap<String, String>> {
+    let lean = crate::snapshot::Keep {
+        managed_fields: false,
+        status: crate::snapshot::Status::Skip,
+    };
+    let objects = api(cluster, resource, namespace);
+    let mut uids = std::collections::BTreeMap::new();
+    let mut params = kube::api::ListParams::default().limit(crate::snapshot::PAGE_SIZE);
+    loop {
+        let page =
+            match crate::snapshot::listed::page(&objects, &cluster.client, &params, lean).await {
+                Ok(page) => page,
+                Err(kube::Error::Api(status)) if status.code == 404 => return Ok(uids),
+                Err(e) => {
+                    return Err(cluster.api_error(
+                        e,
+                        &format!(
+                            "listing {} in the {which}",
+                            crate::snapshot::qualified(resource)
+                        ),
+                    ));
+                }
+            };
+        uids.extend(
+            page.items
+                .into_iter()
+                .filter_map(|l| Some((l.object.metadata.name?, l.object.metadata.uid?))),
+        );
+        match page.next {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(uids),
+        }
+    }
+}
+
 /// Writes in flight at once, unless `--concurrency` says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 16;
 

@@ -10,6 +10,7 @@ use kube::api::Api;
 
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
+use crate::verify::Between;
 
 /// What identifies a cluster, as far as could be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,22 +90,15 @@ pub fn refusal(
     }
 }
 
-/// The two clusters of a move, told apart: each one's `kube-system` UID.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Distinct {
-    pub source: String,
-    pub target: String,
-}
-
-/// Reads both identities and returns them, or the refusal: one cluster as both ends, or an
-/// identity that cannot be read.
-pub async fn ensure_distinct(source: &Cluster, target: &Cluster) -> Result<Distinct> {
+/// Reads both identities and returns them (each one's `kube-system` UID), or the refusal: one
+/// cluster as both ends, or an identity that cannot be read.
+pub async fn ensure_distinct(source: &Cluster, target: &Cluster) -> Result<Between> {
     let (a, b) = futures::try_join!(identify(source), identify(target))?;
     if let Some(reason) = refusal(&a, &b, &source.context, &target.context) {
         return Err(Error::Refused(vec![reason]));
     }
     match (a.kube_system_uid, b.kube_system_uid) {
-        (Ok(source), Ok(target)) => Ok(Distinct { source, target }),
+        (Ok(source), Ok(target)) => Ok(Between { source, target }),
         // (`refusal` has refused these already, with the context.)
         (Err(why), _) | (_, Err(why)) => Err(Error::Refused(vec![why])),
     }

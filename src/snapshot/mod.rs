@@ -86,6 +86,33 @@ pub async fn list_keeping(
     }
 }
 
+/// The Clusters in `scope` whose labels match `selector`, as the server evaluates it (its own
+/// selector syntax, as `pause` and `ready` select): lean, metadata and spec only.
+pub async fn clusters_matching(
+    cluster: &Cluster,
+    clusters: &ApiResource,
+    scope: &ListScope,
+    selector: &str,
+) -> Result<Vec<DynamicObject>> {
+    let api = match scope {
+        ListScope::Namespace(ns) => Api::namespaced_with(cluster.client.clone(), ns, clusters),
+        ListScope::AllNamespaces => Api::all_with(cluster.client.clone(), clusters),
+    };
+    let lean = Keep {
+        managed_fields: false,
+        status: Status::Skip,
+    };
+    let listed = list_keeping(
+        cluster,
+        &api,
+        clusters,
+        ListParams::default().labels(selector),
+        lean,
+    )
+    .await?;
+    Ok(listed.into_iter().map(|l| l.object).collect())
+}
+
 pub fn list_api(
     cluster: &Cluster,
     info: &crate::kube::KindInfo,
