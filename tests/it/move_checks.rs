@@ -4,19 +4,52 @@
 use crate::common::Writes;
 use crate::move_scenarios::{Fixture, MOVE_NS1, World};
 
-/// Two provisioned Clusters in ns1: foo labelled env=prod, bar env=dev.
-async fn labelled() -> World {
-    let mut f = Fixture::default();
-    f.provisioned("ns1", "foo", 1).provisioned("ns1", "bar", 1);
-    let w = World::start(&f).await;
-    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+/// The Cluster API of the world's source, namespace ns1.
+fn clusters_in_source(w: &World) -> kube::Api<kube::api::DynamicObject> {
+    kube::Api::namespaced_with(
         w.source.client(),
         "ns1",
         &kube::api::ApiResource::from_gvk_with_plural(
             &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
             "clusters",
         ),
-    );
+    )
+}
+
+/// Cluster ns1/foo reports a control plane that has not initialized.
+async fn control_plane_not_initialized(w: &World) {
+    clusters_in_source(w)
+        .patch_status(
+            "foo",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"status": {
+                "initialization": {"controlPlaneInitialized": false},
+                "conditions": [{"type": "ControlPlaneInitialized", "status": "False",
+                    "reason": "WaitingForControlPlane", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})),
+        )
+        .await
+        .unwrap();
+}
+
+/// Neither server saw a state-changing write from the plugin (its lease aside).
+fn assert_plugin_wrote_nothing(w: &World, what: &str) {
+    for server in [&w.source, &w.target] {
+        assert!(
+            server
+                .writes()
+                .iter()
+                .all(|r| !r.agent.starts_with("kubectl-capi/")),
+            "{what}: nothing written"
+        );
+    }
+}
+
+/// Two provisioned Clusters in ns1: foo labelled env=prod, bar env=dev.
+async fn labelled() -> World {
+    let mut f = Fixture::default();
+    f.provisioned("ns1", "foo", 1).provisioned("ns1", "bar", 1);
+    let w = World::start(&f).await;
+    let clusters = clusters_in_source(&w);
     for (name, env) in [("foo", "prod"), ("bar", "dev")] {
         clusters
             .patch(
@@ -84,15 +117,7 @@ async fn a_selector_selects_clusters_for_move_exactly() {
         "{}",
         out.stderr
     );
-    for server in [&w.source, &w.target] {
-        assert!(
-            server
-                .writes()
-                .iter()
-                .all(|r| !r.agent.starts_with("kubectl-capi/")),
-            "nothing written"
-        );
-    }
+    assert_plugin_wrote_nothing(&w, "");
 
     let out = w
         .plugin(&[&MOVE_NS1[..], &["-l", "env=prod"]].concat())
@@ -165,14 +190,7 @@ async fn a_forbidden_provider_inventory_refuses_instead_of_reading_as_none() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_refusal_comes_at_once() {
     let w = World::start(&Fixture::workload(&["w1"])).await;
-    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
-        w.source.client(),
-        "ns1",
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
-            "clusters",
-        ),
-    );
+    let clusters = clusters_in_source(&w);
     clusters
         .patch(
             "foo",
@@ -307,25 +325,7 @@ async fn a_freeze_that_would_keep_a_control_plane_from_starting_is_refused_befor
     let mut f = Fixture::default();
     f.cluster("ns1", "foo", true);
     let w = World::start(&f).await;
-    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
-        w.source.client(),
-        "ns1",
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
-            "clusters",
-        ),
-    );
-    clusters
-        .patch_status(
-            "foo",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(serde_json::json!({"status": {
-                "initialization": {"controlPlaneInitialized": false},
-                "conditions": [{"type": "ControlPlaneInitialized", "status": "False",
-                    "reason": "WaitingForControlPlane", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})),
-        )
-        .await
-        .unwrap();
+    control_plane_not_initialized(&w).await;
     // (Refused before freezing, so it never waits for the 5 minutes.)
     let out = w
         .plugin(
@@ -355,14 +355,7 @@ async fn a_freeze_that_would_keep_a_control_plane_from_starting_is_refused_befor
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn journals_that_cannot_be_read_are_an_error_not_none() {
     let w = World::start(&Fixture::workload(&["w1"])).await;
-    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
-        w.source.client(),
-        "ns1",
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
-            "clusters",
-        ),
-    );
+    let clusters = clusters_in_source(&w);
     clusters
         .patch(
             "foo",
@@ -586,25 +579,7 @@ async fn a_wait_ends_at_once_when_a_frozen_control_plane_can_never_start() {
     let mut f = Fixture::default();
     f.cluster("ns1", "foo", true);
     let w = World::start(&f).await;
-    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
-        w.source.client(),
-        "ns1",
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
-            "clusters",
-        ),
-    );
-    clusters
-        .patch_status(
-            "foo",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(serde_json::json!({"status": {
-                "initialization": {"controlPlaneInitialized": false},
-                "conditions": [{"type": "ControlPlaneInitialized", "status": "False",
-                    "reason": "WaitingForControlPlane", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})),
-        )
-        .await
-        .unwrap();
+    control_plane_not_initialized(&w).await;
     // Frozen by hand (pause does not know what a move will wait for).
     let paused = w
         .plugin(&["pause", "foo", "-n", "ns1", "--context", "source"])
@@ -661,15 +636,7 @@ async fn forbidden_namespace_reads_refuse_naming_the_permission() {
             "{end}: {}",
             out.stderr
         );
-        for server in [&w.source, &w.target] {
-            assert!(
-                server
-                    .writes()
-                    .iter()
-                    .all(|r| !r.agent.starts_with("kubectl-capi/")),
-                "{end}: nothing written"
-            );
-        }
+        assert_plugin_wrote_nothing(&w, end);
     }
 }
 

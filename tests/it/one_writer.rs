@@ -113,42 +113,31 @@ fn assert_refused_naming(out: &crate::common::Output, holder_pid: u32, what: &st
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn commands_started_while_a_move_creates_are_refused_and_write_nothing() {
+/// Starts a move of ns1 whose writes of `verb` to `server` are slowed, waits until it wrote two
+/// objects so, runs each of `intruders` as another user from another machine — each must be
+/// refused naming the move and change nothing — then lets the move end as a clean one would.
+async fn intruders_during(verb: &str, in_target: bool, intruders: Vec<(&str, Vec<&str>)>) {
     let fixture = Fixture::workload(&["w1", "w2"]);
     let (clean_source, clean_target) = clean_end_state(&fixture).await;
     let w = World::start(&fixture).await;
+    let server = if in_target { &w.target } else { &w.source };
     grant_intruder(&w);
-    slow(&w.target, "create", Duration::from_millis(150));
+    slow(server, verb, Duration::from_millis(150));
     let mut mover = start_move(&w, &[]);
     let pid = mover.id().unwrap();
-    until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
-
-    // The scenario that lost two clusters: a rollback of the live move from another shell.
-    for (what, args) in [
-        ("rollback", [&MOVE_NS1[..], &["--rollback"]].concat()),
-        ("resume", [&MOVE_NS1[..], &["--resume"]].concat()),
-        ("a second move", MOVE_NS1.to_vec()),
-        (
-            "pause of a Cluster being moved",
-            vec!["pause", "foo", "-n", "ns1", "--context", "source"],
-        ),
-        (
-            "resume of a Cluster being moved",
-            vec!["resume", "foo", "-n", "ns1", "--context", "source"],
-        ),
-    ] {
+    until(&mut mover, || objects_written(server, verb) >= 2).await;
+    for (what, args) in intruders {
         let out = intrude(&w, &args).await;
         assert_refused_naming(&out, pid, what);
     }
     assert!(
         mover.try_wait().unwrap().is_none(),
-        "the move was still creating while the others were refused"
+        "the move was still writing while the others were refused"
     );
     for server in [&w.source, &w.target] {
         assert_eq!(changes_by(server, INTRUDER), Vec::<String>::new());
     }
-    w.target.clear_faults();
+    server.clear_faults();
     let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(end_state(&w.target), clean_target, "every object once");
@@ -157,33 +146,41 @@ async fn commands_started_while_a_move_creates_are_refused_and_write_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_started_while_a_move_creates_are_refused_and_write_nothing() {
+    // The scenario that lost two clusters: a rollback of the live move from another shell.
+    intruders_during(
+        "create",
+        true,
+        vec![
+            ("rollback", [&MOVE_NS1[..], &["--rollback"]].concat()),
+            ("resume", [&MOVE_NS1[..], &["--resume"]].concat()),
+            ("a second move", MOVE_NS1.to_vec()),
+            (
+                "pause of a Cluster being moved",
+                vec!["pause", "foo", "-n", "ns1", "--context", "source"],
+            ),
+            (
+                "resume of a Cluster being moved",
+                vec!["resume", "foo", "-n", "ns1", "--context", "source"],
+            ),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_started_while_a_move_deletes_are_refused_and_write_nothing() {
-    let fixture = Fixture::workload(&["w1", "w2"]);
-    let (clean_source, clean_target) = clean_end_state(&fixture).await;
-    let w = World::start(&fixture).await;
-    grant_intruder(&w);
-    slow(&w.source, "delete", Duration::from_millis(150));
-    let mut mover = start_move(&w, &[]);
-    let pid = mover.id().unwrap();
-    until(&mut mover, || objects_written(&w.source, "delete") >= 2).await;
     // A second move once took the live move for an interrupted one and finished it in parallel.
-    for (what, args) in [
-        ("a second move", MOVE_NS1.to_vec()),
-        ("resume", [&MOVE_NS1[..], &["--resume"]].concat()),
-        ("rollback", [&MOVE_NS1[..], &["--rollback"]].concat()),
-    ] {
-        let out = intrude(&w, &args).await;
-        assert_refused_naming(&out, pid, what);
-    }
-    assert!(mover.try_wait().unwrap().is_none());
-    for server in [&w.source, &w.target] {
-        assert_eq!(changes_by(server, INTRUDER), Vec::<String>::new());
-    }
-    w.source.clear_faults();
-    let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(end_state(&w.target), clean_target);
-    assert_eq!(end_state(&w.source), clean_source);
+    intruders_during(
+        "delete",
+        false,
+        vec![
+            ("a second move", MOVE_NS1.to_vec()),
+            ("resume", [&MOVE_NS1[..], &["--resume"]].concat()),
+            ("rollback", [&MOVE_NS1[..], &["--rollback"]].concat()),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
