@@ -5,11 +5,51 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub const EXIT_CODES: &str = "Exit codes:
-  0    success (for ready: every selected cluster can be moved)
-  1    the answer is no: not ready, a --wait timed out, or a move refused by its preflight
-  2    error: bad input, unreachable or refusing API server, missing Cluster API
-  130  interrupted (Ctrl-C)";
+/// What the exit codes mean for each command, where it says them its own way (the rest, and
+/// the codes themselves, come from `output::ExitStatus`): `(command, code, meaning)`.
+pub const EXIT_MEANINGS: &[(&str, u8, &str)] = &[
+    (
+        "",
+        0,
+        "success (for ready: every selected cluster can be moved)",
+    ),
+    ("ready", 0, "every selected cluster can be moved"),
+    ("ready", 1, "at least one cannot (or --wait timed out)"),
+    (
+        "ready",
+        2,
+        "error: bad input, API error, no clusters matched",
+    ),
+    ("pause", 0, "done"),
+    (
+        "pause",
+        1,
+        "--wait timed out, another command holds the lease, or a permission is missing",
+    ),
+    ("resume", 0, "done"),
+    (
+        "resume",
+        1,
+        "--wait timed out, another command holds the lease, or a permission is missing",
+    ),
+    ("move", 0, "moved (and verified, with --verify)"),
+    (
+        "move",
+        1,
+        "refused by the preflight (nothing written), or --verify failed or timed out",
+    ),
+    ("verify", 0, "every Cluster verified"),
+    (
+        "verify",
+        1,
+        "a check failed, or checks are still pending (with --wait: when the timeout passed)",
+    ),
+    (
+        "verify",
+        2,
+        "error: bad input, no record of a move, unreachable API server",
+    ),
+];
 
 #[derive(Debug, Parser)]
 #[command(
@@ -17,7 +57,6 @@ pub const EXIT_CODES: &str = "Exit codes:
     bin_name = "kubectl capi",
     version,
     about = "Cluster API operations around clusterctl move: readiness, scaling freeze and a resumable move",
-    after_help = EXIT_CODES,
     propagate_version = true
 )]
 pub struct Cli {
@@ -57,7 +96,7 @@ pub struct GlobalArgs {
     #[arg(short = 'o', long, global = true, value_enum, value_name = "FORMAT", default_value_t = OutputFormat::Table, hide_default_value = true)]
     pub output: OutputFormat,
     /// Time limit of each API request, as kubectl takes it: 0 (none), 30 (seconds), 1s, 2m, 3h.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = request_timeout)]
+    #[arg(long, global = true, value_name = "DURATION", value_parser = request_timeout, allow_hyphen_values = true)]
     pub request_timeout: Option<Duration>,
     /// Log verbosity, as kubectl's -v (requests at 6 and above).
     #[arg(short = 'v', long = "v", global = true, value_name = "LEVEL")]
@@ -125,6 +164,15 @@ fn parse_duration(value: &str) -> Result<Duration, String> {
         )
     };
     let value = value.trim();
+    if let Some(magnitude) = value.strip_prefix('-') {
+        return Err(match parse_duration(magnitude) {
+            Ok(_) => format!("\"{value}\" is negative: a duration counts forward, e.g. 30s or 10m"),
+            // A flag where the value was due (`--timeout --wait`).
+            Err(_) => format!(
+                "\"{value}\" is not a duration; give one right after the flag, e.g. 30s or 10m"
+            ),
+        });
+    }
     if let Ok(seconds) = value.parse::<u64>() {
         return bounded(Duration::from_secs(seconds.min(LONGEST.as_secs() + 1)));
     }
@@ -255,13 +303,7 @@ it), MachineHealthCheck remediation, paused Clusters/ClusterClasses, dangling ow
 block-move annotations (information), node health and autoscaled groups (warnings).
 
 Target-side checks (providers, CRDs and permissions in the destination) belong to
-`kubectl capi move --dry-run=server`.
-
-Exit codes:
-  0    every selected cluster can be moved
-  1    at least one cannot (or --wait timed out)
-  2    error: bad input, API error, no clusters matched
-  130  interrupted (Ctrl-C)";
+`kubectl capi move --dry-run=server`.";
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct ReadyArgs {
@@ -271,7 +313,7 @@ pub struct ReadyArgs {
     #[arg(long)]
     pub wait: bool,
     /// How long --wait waits, e.g. 30s, 10m.
-    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout, allow_hyphen_values = true)]
     pub timeout: Duration,
     /// List every check with its status, object and message.
     #[arg(long)]
@@ -288,16 +330,12 @@ infrastructure machine pool, and the Cluster's MachineHealthChecks (unless --kee
 Machines already being provisioned go on until they have their node. Never touches
 Cluster.spec.paused, Machines, bootstrap configs or infrastructure machines. Each frozen object
 also gets the kubectl-capi.dev/frozen marker (when, by whom, why); objects paused by someone else
-are reported and left as they are.
-
-Exit codes: 0 done, 1 --wait timed out, 2 error.";
+are reported and left as they are.";
 
 pub const RESUME_HELP: &str =
     "Removes cluster.x-k8s.io/paused and the kubectl-capi.dev/frozen marker from the objects that
 carry the marker — only what `kubectl capi pause` froze. Works against the source after an aborted
-move and against the target after a move (the annotations travel with the objects).
-
-Exit codes: 0 done, 1 --wait timed out, 2 error.";
+move and against the target after a move (the annotations travel with the objects).";
 
 /// Which Clusters a freeze or its release concerns, and how.
 #[derive(Debug, Args, Clone, Default)]
@@ -311,7 +349,7 @@ pub struct FreezeSelection {
     #[arg(long)]
     pub wait: bool,
     /// How long --wait waits, e.g. 30s, 10m.
-    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout, allow_hyphen_values = true)]
     pub timeout: Duration,
     /// Show what would change without changing it: client (nothing sent) or server (dryRun=All).
     #[arg(long, value_enum, num_args = 0..=1, default_value_t = DryRun::None, default_missing_value = "client", require_equals = true, value_name = "client|server", hide_default_value = true)]
@@ -346,10 +384,7 @@ are copied and kept in the source; objects that cannot move are listed with the 
 
 --dry-run (=client) prints the plan; --dry-run=server also runs the whole preflight.
 
---verify then watches the target adopt the moved Clusters (see `kubectl capi verify --help`).
-
-Exit codes: 0 moved (and verified, with --verify), 1 refused by the preflight (nothing written)
-or --verify failed or timed out, 2 error.";
+--verify then watches the target adopt the moved Clusters (see `kubectl capi verify --help`).";
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct MoveArgs {
@@ -365,7 +400,7 @@ pub struct MoveArgs {
     #[arg(long, value_enum, num_args = 0..=1, default_value_t = DryRun::None, default_missing_value = "client", require_equals = true, value_name = "client|server", hide_default_value = true)]
     pub dry_run: DryRun,
     /// How long to wait for providers' block-move annotations to go, e.g. 30s, 10m.
-    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = timeout, allow_hyphen_values = true)]
     pub timeout: Duration,
     /// Replay each object's .status through the status subresource after creating it (for
     /// providers that keep state there that controllers cannot rebuild).
@@ -388,7 +423,7 @@ pub struct MoveArgs {
     #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory", "rollback"])]
     pub verify: bool,
     /// How long --verify waits, e.g. 30s, 10m.
-    #[arg(long, requires = "verify", default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    #[arg(long, requires = "verify", default_value = "10m", value_name = "DURATION", value_parser = timeout, allow_hyphen_values = true)]
     pub verify_timeout: Duration,
     /// Continue an interrupted move from its journal (running the same command again does too).
     #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory"])]
@@ -424,13 +459,7 @@ before the move, and the Cluster healthy (Available; v1beta1: Ready). With --fro
 --from-kubeconfig it also checks that nothing of the Clusters is left in the source.
 
 What was moved comes from the record each move leaves next to its Cluster in the target
-(ConfigMap kubectl-capi-moved-NAME, owned by the Cluster), or from a move's journal (--journal).
-
-Exit codes:
-  0    every Cluster verified
-  1    a check failed, or checks are still pending (with --wait: when the timeout passed)
-  2    error: bad input, no record of a move, unreachable API server
-  130  interrupted (Ctrl-C)";
+(ConfigMap kubectl-capi-moved-NAME, owned by the Cluster), or from a move's journal (--journal).";
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct VerifyArgs {
@@ -441,7 +470,7 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub wait: bool,
     /// How long --wait waits, e.g. 30s, 10m.
-    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout)]
+    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout, allow_hyphen_values = true)]
     pub timeout: Duration,
     /// Read what was moved from this move's journal instead of the records in the cluster.
     #[arg(long, value_name = "PATH")]
@@ -475,7 +504,10 @@ mod tests {
         assert_eq!(d("1m30s"), Ok(Duration::from_secs(90)));
         assert_eq!(d("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(d("8760h"), Ok(LONGEST));
-        for bad in ["soon", "5x", "", "1.5.5s", "m", "NaNs", "infs"] {
+        assert!(d("-5").unwrap_err().contains("is negative"));
+        assert!(d("-1m30s").unwrap_err().contains("is negative"));
+        assert!(d("--wait").unwrap_err().contains("right after the flag"));
+        for bad in ["soon", "5x", "", "1.5.5s", "m", "NaNs", "infs", "-1m"] {
             assert!(d(bad).is_err(), "{bad}");
         }
         // Far beyond a year (and beyond u64 seconds) is refused, not a panic or an overflow.

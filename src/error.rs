@@ -6,8 +6,12 @@ use std::path::PathBuf;
 pub enum Error {
     #[error("{0}")]
     Usage(String),
-    #[error("kubeconfig {} not found; pass an existing file with --kubeconfig or set KUBECONFIG", .0.display())]
-    KubeconfigMissing(PathBuf),
+    #[error(
+        "kubeconfig {} not found; pass an existing file with {flag}{}",
+        .path.display(),
+        if *.flag == "--kubeconfig" { " or set KUBECONFIG" } else { "" }
+    )]
+    KubeconfigMissing { path: PathBuf, flag: &'static str },
     #[error(
         "none of the files KUBECONFIG lists exists ({}); set KUBECONFIG to an existing kubeconfig or pass --kubeconfig",
         .0.join(", ")
@@ -18,50 +22,74 @@ pub enum Error {
     )]
     NoKubeconfig,
     #[error(
-        "context \"{0}\" is not in the kubeconfig; list contexts with `kubectl config get-contexts` and pass one with --context"
+        "context \"{context}\" ({flag}) is not in {files}; list contexts with `kubectl config get-contexts{list_flags}` and pass one with {flag}"
     )]
-    UnknownContext(String),
-    #[error("kubeconfig is not usable: {0}; fix the file or pass another with --kubeconfig")]
-    Kubeconfig(String),
-    #[error("{0}; fix the kubeconfig or pass another with --kubeconfig")]
-    KubeconfigSyntax(String),
+    UnknownContext {
+        context: String,
+        /// The flag that named it: `--context`, `--to-context`, `--from-context`.
+        flag: &'static str,
+        /// The kubeconfig files read, as the message names them.
+        files: String,
+        /// ` --kubeconfig PATH` when a file was given, so that the listing shows the same file.
+        list_flags: String,
+    },
+    #[error("kubeconfig is not usable: {problem}; fix the file or pass another with {flag}")]
+    Kubeconfig {
+        problem: String,
+        /// The flag that chooses the file: `--kubeconfig`, `--to-kubeconfig`, `--from-kubeconfig`.
+        flag: &'static str,
+    },
+    #[error("{problem}; fix the kubeconfig or pass another with {flag}")]
+    KubeconfigSyntax { problem: String, flag: &'static str },
     #[error(
-        "cannot reach the Kubernetes API server at {url}: {reason}; check --context/--kubeconfig and that the cluster is up"
+        "cannot reach {server}: {reason}; check {} and that the cluster is up",
+        .server.end.choose()
     )]
-    Unreachable { url: String, reason: String },
+    Unreachable { server: Server, reason: String },
     #[error(
-        "TLS connection to {url} failed: {reason}; check the kubeconfig's certificate-authority or, for a test cluster, pass --insecure-skip-tls-verify"
+        "TLS connection to {server} failed: {reason}; check the kubeconfig's certificate-authority or, for a test cluster, pass --insecure-skip-tls-verify"
     )]
-    Tls { url: String, reason: String },
+    Tls { server: Server, reason: String },
     #[error(
-        "the API server at {url} rejected the credentials (401 Unauthorized); refresh the token or client certificate of the kubeconfig user"
+        "{server} speaks plain HTTP, not HTTPS; write the kubeconfig's server as {http_url}{}",
+        if .server.end.role.is_some() { format!(" (or choose another cluster with {})", .server.end.choose()) } else { String::new() }
     )]
-    Unauthorized { url: String },
+    PlainHttp { server: Server, http_url: String },
+    #[error(
+        "{server} rejected the credentials (401 Unauthorized); refresh the token or client certificate of the kubeconfig user"
+    )]
+    Unauthorized { server: Server },
     #[error(
         "{message} (403 Forbidden); ask for RBAC permission or use a kubeconfig user that has it"
     )]
     Forbidden { message: String },
     #[error(
-        "{url} does not look like a Kubernetes API server (it answered {answer}); check --context/--kubeconfig, or the kubeconfig's server address"
+        "{} is not a Kubernetes API server (it answered {answer}); check {}, or the kubeconfig's server address",
+        .server.short(),
+        .server.end.choose()
     )]
-    NotKubernetes { url: String, answer: String },
+    NotKubernetes { server: Server, answer: String },
     #[error(
-        "{url} serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with {choose}"
+        "{} serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with {}{}",
+        .server.short(),
+        .server.end.choose(),
+        if *.install { " (install Cluster API there first with `clusterctl init`)" } else { "" }
     )]
     CapiNotInstalled {
-        url: String,
-        /// The flags that choose this cluster: `--context`, or the move's target flags.
-        choose: &'static str,
+        server: Server,
+        /// Whether to say how to install it (the move's target).
+        install: bool,
     },
     #[error(
-        "the API server at {url} did not answer {after}; check that it is up and that --context/--kubeconfig point at it, or raise --request-timeout"
+        "{server} did not answer {after}; check that it is up and that {} point at it, or raise --request-timeout",
+        .server.end.choose()
     )]
-    Timeout { url: String, after: String },
+    Timeout { server: Server, after: String },
     #[error(
-        "lost the API server at {url}: its watches could not be re-established for {after} ({reason}); check that it is up, then run the command again"
+        "lost {server}: its watches could not be re-established for {after} ({reason}); check that it is up, then run the command again"
     )]
     LostServer {
-        url: String,
+        server: Server,
         after: String,
         reason: String,
     },
@@ -96,6 +124,81 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Which management cluster a connection reaches, as messages name it: its role when a command
+/// talks to two, and the flags that choose its context and gave its kubeconfig.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct End {
+    /// `source` or `target` when a command talks to two management clusters.
+    pub role: Option<&'static str>,
+    pub context_flag: &'static str,
+    pub kubeconfig_flag: &'static str,
+}
+
+impl Default for End {
+    fn default() -> Self {
+        End {
+            role: None,
+            context_flag: "--context",
+            kubeconfig_flag: "--kubeconfig",
+        }
+    }
+}
+
+impl End {
+    /// A move's or a verification's target, chosen by `--to-context`/`--to-kubeconfig`.
+    pub const MOVE_TARGET: End = End {
+        role: Some("target"),
+        context_flag: "--to-context",
+        kubeconfig_flag: "--to-kubeconfig",
+    };
+    /// Where `verify` finds what was left behind: `--from-context`/`--from-kubeconfig`.
+    pub const VERIFY_SOURCE: End = End {
+        role: Some("source"),
+        context_flag: "--from-context",
+        kubeconfig_flag: "--from-kubeconfig",
+    };
+
+    /// The flags a user changes to choose another cluster here: `--context/--kubeconfig`.
+    pub fn choose(&self) -> String {
+        format!("{}/{}", self.context_flag, self.kubeconfig_flag)
+    }
+
+    /// This end in the role `role`, chosen by the same flags.
+    pub fn as_role(self, role: &'static str) -> End {
+        End {
+            role: Some(role),
+            ..self
+        }
+    }
+}
+
+/// An API server as messages name it: by its role when the command talks to two management
+/// clusters ("the target (https://…)"), and always by its URL.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub url: String,
+    pub end: End,
+}
+
+impl Server {
+    /// The name that starts a sentence about what the server is: "the target (URL)", or the URL.
+    pub fn short(&self) -> String {
+        match self.end.role {
+            Some(role) => format!("the {role} ({})", self.url),
+            None => self.url.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.end.role {
+            Some(role) => write!(f, "the {role} ({})", self.url),
+            None => write!(f, "the API server at {}", self.url),
+        }
+    }
+}
+
 /// An attempt that got no answer within the request timeout (the retry layer carries it in a
 /// `kube::Error::Service`, so that the user's message can name the timeout).
 #[derive(Debug, thiserror::Error)]
@@ -104,6 +207,20 @@ pub struct NoAnswer {
     pub timeout: std::time::Duration,
     pub attempts: u32,
 }
+
+/// A successful answer that is not Kubernetes's (an HTML page, plain text): what a web server,
+/// a proxy's login page or another service answers in place of a Kubernetes API server. The
+/// retry layer carries it in a `kube::Error::Service`, as it carries [`NoAnswer`].
+#[derive(Debug, thiserror::Error)]
+#[error("answered {status} {content_type}")]
+pub struct ForeignAnswer {
+    /// The status line: `200 OK`.
+    pub status: String,
+    pub content_type: String,
+}
+
+/// The marker kube puts on a failure whose body was not a Kubernetes Status.
+pub const NOT_A_STATUS: &str = "Failed to parse error data";
 
 /// Reads that were forbidden, collected so that one error names every missing read permission
 /// (as the move's write-permission preflight names every missing write) instead of the first.
@@ -188,6 +305,8 @@ fn sources<'a>(
 /// message text.
 #[derive(Debug, PartialEq, Eq)]
 enum Transport {
+    /// The TLS handshake got a plain HTTP answer: the server does not speak TLS.
+    PlainHttp,
     Tls,
     Timeout,
     Unreachable,
@@ -195,8 +314,13 @@ enum Transport {
 
 fn transport(error: &(dyn std::error::Error + 'static)) -> Option<Transport> {
     sources(error).into_iter().rev().find_map(|e| {
-        if e.is::<rustls::Error>() {
-            return Some(Transport::Tls);
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(match tls {
+                rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
+                    Transport::PlainHttp
+                }
+                _ => Transport::Tls,
+            });
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind::*;
@@ -220,28 +344,44 @@ fn transport(error: &(dyn std::error::Error + 'static)) -> Option<Transport> {
 }
 
 impl Error {
-    /// Classifies a kube error for the user: what went wrong talking to `url`, doing `context`.
-    pub fn from_kube(error: kube::Error, url: &str, context: &str) -> Error {
+    /// Classifies a kube error for the user: what went wrong talking to `server`, doing
+    /// `context`.
+    pub fn from_kube(error: kube::Error, server: &Server, context: &str) -> Error {
+        let not_kubernetes = |answer: String| Error::NotKubernetes {
+            server: server.clone(),
+            answer: format!("{answer} while {context}"),
+        };
         if let kube::Error::Api(status) = &error {
             return match status.code {
                 401 => Error::Unauthorized {
-                    url: url.to_string(),
+                    server: server.clone(),
                 },
                 403 => Error::Forbidden {
                     message: status.message.clone(),
                 },
+                // The retry layer put the answer's status and type in place of its body.
+                _ if status.reason == NOT_A_STATUS => not_kubernetes(status.message.clone()),
                 _ => Error::Api {
                     context: context.to_string(),
                     message: status.message.clone(),
                 },
             };
         }
+        if let kube::Error::SerdeError(_) = &error {
+            return not_kubernetes("JSON that is not a Kubernetes object".into());
+        }
+        if let Some(foreign) = sources(&error)
+            .into_iter()
+            .find_map(|e| e.downcast_ref::<ForeignAnswer>())
+        {
+            return not_kubernetes(format!("{} {}", foreign.status, foreign.content_type));
+        }
         if let Some(NoAnswer { timeout, attempts }) =
             sources(&error).into_iter().find_map(|e| e.downcast_ref())
         {
             let timeout = crate::cli::show_duration(*timeout);
             return Error::Timeout {
-                url: url.to_string(),
+                server: server.clone(),
                 after: match attempts {
                     1 => format!("within {timeout}"),
                     n => format!("within {timeout}, {n} times"),
@@ -250,21 +390,23 @@ impl Error {
         }
         let messages: Vec<String> = sources(&error).iter().map(|e| e.to_string()).collect();
         let deepest = messages.last().cloned().unwrap_or_default();
-        let kind = match &error {
-            kube::Error::RustlsTls(_) => Some(Transport::Tls),
-            _ => transport(&error),
-        };
+        let kind = transport(&error)
+            .or_else(|| matches!(error, kube::Error::RustlsTls(_)).then_some(Transport::Tls));
         match kind {
+            Some(Transport::PlainHttp) => Error::PlainHttp {
+                server: server.clone(),
+                http_url: server.url.replacen("https://", "http://", 1),
+            },
             Some(Transport::Tls) => Error::Tls {
-                url: url.to_string(),
+                server: server.clone(),
                 reason: deepest,
             },
             Some(Transport::Timeout) => Error::Timeout {
-                url: url.to_string(),
+                server: server.clone(),
                 after: "in time (the connection timed out)".to_string(),
             },
             Some(Transport::Unreachable) => Error::Unreachable {
-                url: url.to_string(),
+                server: server.clone(),
                 reason: deepest,
             },
             None => Error::Api {
@@ -294,7 +436,11 @@ mod tests {
 
     #[test]
     fn transport_failures_are_told_apart_by_type() {
-        let classify = |e| Error::from_kube(e, "https://k", "reading");
+        let server = Server {
+            url: "https://k".into(),
+            end: End::MOVE_TARGET,
+        };
+        let classify = |e| Error::from_kube(e, &server, "reading");
         let io = |kind, message: &str| std::io::Error::new(kind, message.to_string());
         assert!(matches!(
             classify(service(io(std::io::ErrorKind::ConnectionRefused, "nope"))),
@@ -316,5 +462,39 @@ mod tests {
             "certificate connection timed out refused",
         );
         assert!(matches!(classify(service(worded)), Error::Api { .. }));
+        // A TLS handshake answered in plain HTTP.
+        let plain = std::io::Error::other(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType,
+        ));
+        assert_eq!(
+            classify(service(plain)).to_string(),
+            "the target (https://k) speaks plain HTTP, not HTTPS; write the kubeconfig's server as http://k (or choose another cluster with --to-context/--to-kubeconfig)"
+        );
+    }
+
+    #[test]
+    fn answers_that_are_not_kubernetes_are_named_never_printed() {
+        let server = Server {
+            url: "https://k".into(),
+            end: End::default(),
+        };
+        let page = service(ForeignAnswer {
+            status: "200 OK".into(),
+            content_type: "text/html".into(),
+        });
+        assert_eq!(
+            Error::from_kube(page, &server, "reading namespace kube-system").to_string(),
+            "https://k is not a Kubernetes API server (it answered 200 OK text/html while reading namespace kube-system); check --context/--kubeconfig, or the kubeconfig's server address"
+        );
+        let failure = kube::Error::Api(
+            kube::core::Status::failure("502 Bad Gateway text/html", NOT_A_STATUS)
+                .with_code(502)
+                .boxed(),
+        );
+        let said = Error::from_kube(failure, &server, "listing clusters").to_string();
+        assert!(
+            said.contains("(it answered 502 Bad Gateway text/html while listing clusters)"),
+            "{said}"
+        );
     }
 }

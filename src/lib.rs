@@ -19,9 +19,10 @@ pub mod output;
 pub mod ready;
 pub mod settings;
 pub mod snapshot;
+pub mod validate;
 pub mod verify;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{Cli, Command};
 use crate::error::Error;
@@ -37,11 +38,20 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let command = ExitStatus::in_help(Cli::command());
+    let cli = match command
+        .try_get_matches_from(args)
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+    {
         Ok(cli) => cli,
         Err(error) => return usage_error(error),
     };
-    let settings = match Settings::from_args(&cli.global) {
+    let settings = match Settings::from_args(&cli.global).and_then(|settings| {
+        for name in cluster_names(&cli.command) {
+            validate::cluster_name(name).map_err(Error::Usage)?;
+        }
+        Ok(settings)
+    }) {
         Ok(settings) => settings,
         Err(error) => {
             Printer::plain(cli.global.output).error(&error.to_string());
@@ -103,6 +113,18 @@ where
     }
 }
 
+/// The Cluster names a command was given.
+fn cluster_names(command: &Command) -> &[String] {
+    match command {
+        Command::Ready(args) => &args.clusters,
+        Command::Pause(args) => &args.selection.clusters,
+        Command::Resume(args) => &args.selection.clusters,
+        Command::Move(args) => &args.clusters,
+        Command::Verify(args) => &args.clusters,
+        Command::Version(_) | Command::Completion { .. } => &[],
+    }
+}
+
 /// Help and version go to stdout with exit 0; every other clap error becomes one `error:` line.
 fn usage_error(error: clap::Error) -> ExitStatus {
     use clap::error::ErrorKind;
@@ -119,8 +141,13 @@ fn usage_error(error: clap::Error) -> ExitStatus {
         }
         _ => {
             let rendered = error.render().to_string();
+
             let mut lines = rendered.lines().map(str::trim).filter(|l| {
-                !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:")
+                !l.is_empty()
+                    && !l.starts_with("For more information")
+                    && !l.starts_with("Usage:")
+                    // "use '-- -5'" fails when pasted: no Cluster name starts with '-'.
+                    && !l.starts_with("tip: to pass")
             });
             let first = lines
                 .next()

@@ -5,11 +5,14 @@ use std::time::Duration;
 
 use crate::cli::{ColorChoice, GlobalArgs};
 pub use crate::cli::{DryRun, OutputFormat};
+pub use crate::error::End;
 use crate::error::{Error, Result};
 
 /// How to reach the management cluster.
 #[derive(Debug, Clone, Default)]
 pub struct Connection {
+    /// Which end this is, for messages.
+    pub end: End,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
     pub cluster: Option<String>,
@@ -57,8 +60,14 @@ impl Connection {
     /// Another management cluster, reached with these flags but its own kubeconfig (when given)
     /// and context (`--to-context`, `--from-context`); this one's `--cluster`/`--user` do not
     /// apply there.
-    pub fn other_end(&self, kubeconfig: Option<&PathBuf>, context: Option<&String>) -> Connection {
+    pub fn other_end(
+        &self,
+        end: End,
+        kubeconfig: Option<&PathBuf>,
+        context: Option<&String>,
+    ) -> Connection {
         let mut connection = self.clone();
+        connection.end = end;
         if let Some(path) = kubeconfig {
             connection.kubeconfig = Some(path.clone());
         }
@@ -127,8 +136,15 @@ impl Settings {
                 "--namespace and --all-namespaces exclude each other; pass one of them".into(),
             ));
         }
+        if let Some(namespace) = &args.namespace {
+            crate::validate::namespace(namespace).map_err(Error::Usage)?;
+        }
+        if let Some(selector) = &args.selector {
+            crate::validate::label_selector(selector).map_err(Error::Usage)?;
+        }
         Ok(Settings {
             connection: Connection {
+                end: End::default(),
                 kubeconfig: args.kubeconfig.clone(),
                 context: args.context.clone(),
                 cluster: args.cluster.clone(),

@@ -23,8 +23,12 @@ pub enum Offer {
     Files,
     /// The names of the Clusters where the typed flags point.
     ClusterNames,
-    /// The kubeconfig's contexts.
-    Contexts,
+    /// The contexts of the kubeconfig the flag with this id names (`to_kubeconfig` for
+    /// `--to-context`), each after `prefix` (`--to-context=` when completed after `=`).
+    Contexts {
+        kubeconfig: &'static str,
+        prefix: String,
+    },
 }
 
 /// The flag that takes `word`'s value, if `word` is one (`--context`, `-n`, …).
@@ -68,29 +72,15 @@ pub fn offer(typed: &[String], partial: &str) -> Offer {
         }
     }
     if let Some(arg) = expects_value {
-        let id = arg.get_id().as_str();
-        if matches!(id, "context" | "to_context" | "from_context") {
-            return Offer::Contexts;
-        }
-        let values: Vec<(String, String)> = arg
-            .get_possible_values()
-            .iter()
-            .filter(|v| !v.is_hide_set())
-            .map(|v| (v.get_name().to_string(), help_text(v.get_help())))
-            .collect();
-        if !values.is_empty() {
-            return Offer::Words(starting_with(values, partial));
-        }
-        return match arg.get_value_hint() {
-            clap::ValueHint::FilePath | clap::ValueHint::DirPath | clap::ValueHint::AnyPath => {
-                Offer::Files
-            }
-            _ if matches!(id, "kubeconfig" | "to_kubeconfig" | "journal")
-                || id.ends_with("directory") =>
-            {
-                Offer::Files
-            }
-            _ => Offer::Words(Vec::new()),
+        return value_offer(arg, partial, "");
+    }
+    // `--dry-run=se`, `--to-context=pr`: the value after `=`, offered with its flag.
+    if let Some((flag, value)) = partial.split_once('=')
+        && flag.starts_with('-')
+    {
+        return match flag_named(command, flag) {
+            Some(arg) => value_offer(arg, value, &format!("{flag}=")),
+            None => Offer::Words(Vec::new()),
         };
     }
     if partial.starts_with('-') {
@@ -111,6 +101,49 @@ pub fn offer(typed: &[String], partial: &str) -> Offer {
     }
     match command.get_name() {
         "ready" | "pause" | "resume" | "move" => Offer::ClusterNames,
+        // A positional argument with values of its own: `completion <shell>`.
+        _ => match command.get_positionals().next() {
+            Some(arg) => value_offer(arg, partial, ""),
+            None => Offer::Words(Vec::new()),
+        },
+    }
+}
+
+/// What to offer as `arg`'s value, each word after `prefix`.
+fn value_offer(arg: &Arg, partial: &str, prefix: &str) -> Offer {
+    let id = arg.get_id().as_str();
+    let kubeconfig = match id {
+        "context" => Some("kubeconfig"),
+        "to_context" => Some("to_kubeconfig"),
+        "from_context" => Some("from_kubeconfig"),
+        _ => None,
+    };
+    if let Some(kubeconfig) = kubeconfig {
+        return Offer::Contexts {
+            kubeconfig,
+            prefix: prefix.to_string(),
+        };
+    }
+    let values: Vec<(String, String)> = arg
+        .get_possible_values()
+        .iter()
+        .filter(|v| !v.is_hide_set())
+        .map(|v| (format!("{prefix}{}", v.get_name()), help_text(v.get_help())))
+        .collect();
+    if !values.is_empty() {
+        return Offer::Words(starting_with(values, &format!("{prefix}{partial}")));
+    }
+    match arg.get_value_hint() {
+        clap::ValueHint::FilePath | clap::ValueHint::DirPath | clap::ValueHint::AnyPath => {
+            Offer::Files
+        }
+        _ if matches!(
+            id,
+            "kubeconfig" | "to_kubeconfig" | "from_kubeconfig" | "journal"
+        ) || id.ends_with("directory") =>
+        {
+            Offer::Files
+        }
         _ => Offer::Words(Vec::new()),
     }
 }
@@ -137,10 +170,14 @@ pub async fn answer(args: &[String]) -> String {
     let (words, directive) = match offer(typed, partial) {
         Offer::Words(words) => (words, NO_FILE_COMPLETION),
         Offer::Files => (Vec::new(), DEFAULT),
-        Offer::Contexts => (
-            starting_with(contexts(typed).unwrap_or_default(), partial),
-            NO_FILE_COMPLETION,
-        ),
+        Offer::Contexts { kubeconfig, prefix } => {
+            let names = contexts(typed, kubeconfig)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, about)| (format!("{prefix}{name}"), about))
+                .collect();
+            (starting_with(names, partial), NO_FILE_COMPLETION)
+        }
         Offer::ClusterNames => (
             starting_with(cluster_names(typed).await.unwrap_or_default(), partial),
             NO_FILE_COMPLETION,
@@ -167,10 +204,13 @@ fn typed_settings(typed: &[String]) -> Option<Settings> {
     Settings::from_args(&global).ok()
 }
 
-fn contexts(typed: &[String]) -> Option<Vec<(String, String)>> {
+/// The contexts of the kubeconfig the typed flag `kubeconfig_id` names, else of the one
+/// `--kubeconfig` (or the environment) names.
+fn contexts(typed: &[String], kubeconfig_id: &str) -> Option<Vec<(String, String)>> {
     let settings = typed_settings(typed)?;
-    let kubeconfig =
-        crate::kube::read_kubeconfig(settings.connection.kubeconfig.as_deref()).ok()?;
+    let own = typed_value(typed, kubeconfig_id).map(std::path::PathBuf::from);
+    let path = own.or(settings.connection.kubeconfig);
+    let kubeconfig = crate::kube::read_kubeconfig(path.as_deref()).ok()?;
     Some(
         kubeconfig
             .contexts
@@ -178,6 +218,22 @@ fn contexts(typed: &[String]) -> Option<Vec<(String, String)>> {
             .map(|c| (c.name, String::new()))
             .collect(),
     )
+}
+
+/// The value typed for the flag whose id is `id` (`to_kubeconfig`: `--to-kubeconfig X` or
+/// `--to-kubeconfig=X`), the last one given.
+fn typed_value(typed: &[String], id: &str) -> Option<String> {
+    let long = format!("--{}", id.replace('_', "-"));
+    let mut found = None;
+    let mut words = typed.iter();
+    while let Some(word) = words.next() {
+        if *word == long {
+            found = words.next().cloned();
+        } else if let Some(value) = word.strip_prefix(&format!("{long}=")) {
+            found = Some(value.to_string());
+        }
+    }
+    found
 }
 
 /// Cluster names in the typed scope, with one LIST (v1beta2, else v1beta1 on an older server),
@@ -257,15 +313,50 @@ mod tests {
             ["json"],
             "an option's values"
         );
+        let contexts = |kubeconfig, prefix: &str| Offer::Contexts {
+            kubeconfig,
+            prefix: prefix.into(),
+        };
         assert_eq!(
             offer(&typed(&["move", "--to-context"]), ""),
-            Offer::Contexts
+            contexts("to_kubeconfig", "")
         );
-        assert_eq!(offer(&typed(&["--context"]), "s"), Offer::Contexts);
+        assert_eq!(
+            offer(&typed(&["move"]), "--to-context=pr"),
+            contexts("to_kubeconfig", "--to-context=")
+        );
+        assert_eq!(
+            offer(&typed(&["--context"]), "s"),
+            contexts("kubeconfig", "")
+        );
+        assert_eq!(
+            words(offer(&typed(&["move"]), "--dry-run=")),
+            ["--dry-run=none", "--dry-run=client", "--dry-run=server"]
+        );
+        assert_eq!(
+            words(offer(&typed(&["move"]), "--dry-run=s")),
+            ["--dry-run=server"]
+        );
+        assert_eq!(words(offer(&typed(&["ready"]), "-o=y")), ["-o=yaml"]);
+        assert_eq!(
+            words(offer(&typed(&["ready", "--color"]), "")),
+            ["auto", "always", "never"]
+        );
+        assert_eq!(
+            words(offer(&typed(&["completion"]), "")),
+            ["bash", "elvish", "fish", "powershell", "zsh"]
+        );
+        assert_eq!(
+            typed_value(
+                &typed(&["move", "--to-kubeconfig", "k", "--to-context"]),
+                "to_kubeconfig"
+            ),
+            Some("k".into())
+        );
         assert_eq!(offer(&typed(&["move", "--journal"]), ""), Offer::Files);
         assert_eq!(
             offer(&typed(&["verify", "--from-context"]), ""),
-            Offer::Contexts
+            contexts("from_kubeconfig", "")
         );
         assert_eq!(
             offer(&typed(&["move", "--to-kubeconfig"]), ""),

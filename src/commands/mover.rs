@@ -29,7 +29,7 @@ use crate::mover::same_cluster;
 use crate::names::CORE_GROUP;
 use crate::output::table::table;
 use crate::output::{ExitStatus, Printer};
-use crate::settings::{OutputFormat, Settings};
+use crate::settings::{End, OutputFormat, Settings};
 use crate::snapshot::ListScope;
 
 #[derive(Serialize)]
@@ -291,9 +291,11 @@ fn is_cluster_api_group(group: &str) -> bool {
 
 /// The target's connection: the source's flags with `--to-kubeconfig` and `--to-context`.
 fn target_connection(args: &MoveArgs, settings: &Settings) -> crate::settings::Connection {
-    settings
-        .connection
-        .other_end(args.to_kubeconfig.as_ref(), args.to_context.as_ref())
+    settings.connection.other_end(
+        End::MOVE_TARGET,
+        args.to_kubeconfig.as_ref(),
+        args.to_context.as_ref(),
+    )
 }
 
 /// `move`, optionally wrapped in the whole story: `--freeze` (pause scaling first, release it
@@ -302,6 +304,12 @@ fn target_connection(args: &MoveArgs, settings: &Settings) -> crate::settings::C
 /// A command that will write holds the lease of the cluster it writes to first from before its
 /// first write to its end (see [`crate::kube::lease`]).
 pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
+    let mut settings = settings.clone();
+    if args.to_kubeconfig.is_some() || args.to_context.is_some() {
+        // Two ends: messages about this one call it the source.
+        settings.connection.end = settings.connection.end.as_role("source");
+    }
+    let settings = &settings;
     let lease = take_lease(args, settings).await?;
     let stop = lease
         .as_ref()
@@ -542,6 +550,16 @@ async fn story(
         print_summary(args, settings, printer, &summary)?;
     }
     Ok(status)
+}
+
+/// A kubeconfig path made absolute, so that a hint read back elsewhere still finds it.
+fn absolute(path: Option<&std::path::PathBuf>) -> Option<String> {
+    path.map(|p| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| p.clone())
+            .display()
+            .to_string()
+    })
 }
 
 /// `-n NS` when the Clusters share one namespace, else `-A`: where a hint about them looks.
@@ -799,9 +817,9 @@ impl<'a> Move<'a> {
             let cluster = connect(&target_connection(args, settings)).await?;
             let identities = same_cluster::ensure_distinct(&source, &cluster).await?;
             let catalog = Catalog::discover(&cluster).await.map_err(|e| match e {
-                Error::CapiNotInstalled { url, .. } => Error::CapiNotInstalled {
-                    url,
-                    choose: "--to-context/--to-kubeconfig (install Cluster API there first with `clusterctl init`)",
+                Error::CapiNotInstalled { server, .. } => Error::CapiNotInstalled {
+                    server,
+                    install: true,
                 },
                 other => other,
             })?;
@@ -1479,19 +1497,21 @@ impl<'a> Move<'a> {
             Endpoint {
                 server: self.source.url.clone(),
                 context: self.settings.connection.context.clone(),
-                kubeconfig: None,
+                kubeconfig: absolute(self.settings.connection.kubeconfig.as_ref()),
                 identity: Some(records.identities.source.clone()),
             },
             Endpoint {
                 server: target.cluster.url.clone(),
                 context: self.args.to_context.clone(),
-                // Absolute, so that a hint read back elsewhere still finds it.
-                kubeconfig: self.args.to_kubeconfig.as_ref().map(|p| {
-                    std::fs::canonicalize(p)
-                        .unwrap_or_else(|_| p.clone())
-                        .display()
-                        .to_string()
-                }),
+                // The file the target was read from (`--to-kubeconfig`, else `--kubeconfig`):
+                // a hint read back from the journal names it even where another is the default.
+                kubeconfig: absolute(
+                    self.args.to_kubeconfig.as_ref().or(self
+                        .settings
+                        .connection
+                        .kubeconfig
+                        .as_ref()),
+                ),
                 identity: Some(records.identities.target.clone()),
             },
             self.namespace.clone(),

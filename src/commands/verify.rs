@@ -13,7 +13,7 @@ use crate::kube::{Catalog, Cluster, connect};
 use crate::mover::journal::Journal;
 use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
-use crate::settings::{Connection, Settings};
+use crate::settings::{Connection, End, Settings};
 use crate::snapshot::watch::{Waited, until};
 use crate::snapshot::{Fetch, ListScope, PAGE_SIZE, Snapshot, key, list_all};
 use crate::verify::{MovedCluster, RECORD_LABEL, VerificationReport, evaluate};
@@ -166,9 +166,11 @@ pub fn print(report: &VerificationReport, printer: &Printer) -> Result<()> {
 /// `--from-context`; `None` when neither is given.
 fn source_connection(args: &VerifyArgs, settings: &Settings) -> Option<Connection> {
     (args.from_kubeconfig.is_some() || args.from_context.is_some()).then(|| {
-        settings
-            .connection
-            .other_end(args.from_kubeconfig.as_ref(), args.from_context.as_ref())
+        settings.connection.other_end(
+            End::VERIFY_SOURCE,
+            args.from_kubeconfig.as_ref(),
+            args.from_context.as_ref(),
+        )
     })
 }
 
@@ -178,7 +180,17 @@ pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> R
         Some(path) => Some(Journal::load(path)?),
         None => None,
     };
-    let target = connect(&settings.connection).await?;
+    let mut target_connection = settings.connection.clone();
+    if source_connection(args, settings).is_some() {
+        // Two ends: messages about this one call it the target.
+        target_connection.end = target_connection.end.as_role("target");
+    }
+    let target = connect(&target_connection).await?;
+    // Both ends first: a wrong --from-context is named before anything is read.
+    let source = match source_connection(args, settings) {
+        Some(connection) => Some(connect(&connection).await?),
+        None => None,
+    };
     let scope = if settings.scope.all_namespaces {
         ListScope::AllNamespaces
     } else {
@@ -230,10 +242,6 @@ pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> R
         None => recorded,
     };
     let moved = select(recorded, &args.clusters, &whence)?;
-    let source = match source_connection(args, settings) {
-        Some(connection) => Some(connect(&connection).await?),
-        None => None,
-    };
     let ends = Ends {
         target,
         source,

@@ -82,29 +82,6 @@ pub fn choose_version(served: &[String], storage: Option<&str>) -> Option<String
     sorted.into_iter().next()
 }
 
-/// What a server answered to discovery that no Kubernetes API server answers: a 404 (kube-apiserver
-/// serves `/api` and `/apis` to anyone allowed to connect), an error without a Status body, or a
-/// body that is not discovery JSON (an HTML page).
-fn not_kubernetes(error: &kube::Error) -> Option<String> {
-    match error {
-        kube::Error::Api(status) if status.code == 404 => Some(format!(
-            "404 Not Found to discovery{}",
-            if status.message.trim().is_empty() {
-                ", with an empty body"
-            } else {
-                ""
-            }
-        )),
-        kube::Error::Api(status) if status.reason == "Failed to parse error data" => {
-            Some(format!("{} without a Kubernetes Status", status.code))
-        }
-        kube::Error::SerdeError(_) => {
-            Some("discovery with a body that is not Kubernetes JSON".into())
-        }
-        _ => None,
-    }
-}
-
 impl Catalog {
     /// Aggregated discovery (falling back to legacy discovery) of the Cluster API groups, plus
     /// one LIST of CRDs for storage versions and contract labels when permitted.
@@ -124,12 +101,17 @@ impl Catalog {
                 .filter(CAPI_GROUPS)
                 .run()
                 .await
-                .map_err(|e| match not_kubernetes(&e) {
-                    Some(answer) => Error::NotKubernetes {
-                        url: cluster.url.clone(),
-                        answer,
-                    },
-                    None => cluster.api_error(e, "discovering the Cluster API kinds"),
+                .map_err(|e| match e {
+                    // kube-apiserver serves `/api` and `/apis` to anyone allowed to connect.
+                    kube::Error::Api(status)
+                        if status.code == 404 && status.reason != crate::error::NOT_A_STATUS =>
+                    {
+                        Error::NotKubernetes {
+                            server: cluster.server(),
+                            answer: "404 Not Found to discovery".into(),
+                        }
+                    }
+                    other => cluster.api_error(other, "discovering the Cluster API kinds"),
                 })?,
         };
         let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
@@ -193,8 +175,8 @@ impl Catalog {
         }
         if !kinds.keys().any(|(g, _)| g == "cluster.x-k8s.io") {
             return Err(Error::CapiNotInstalled {
-                url: cluster.url.clone(),
-                choose: "--context",
+                server: cluster.server(),
+                install: false,
             });
         }
         Ok(Catalog { kinds, crds_read })

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
 use super::retry::{DEFAULT_REQUEST_TIMEOUT, RetrySettings, retrying};
-use crate::error::{Error, Result, yaml_problem};
-use crate::settings::Connection;
+use crate::error::{Error, Result, Server, yaml_problem};
+use crate::settings::{Connection, End};
 
 /// What the plugin's requests say they are (and the field manager servers derive from it).
 pub const USER_AGENT: &str = concat!("kubectl-capi/v", env!("CARGO_PKG_VERSION"));
@@ -26,6 +26,8 @@ pub struct Cluster {
     pub context: String,
     /// How long one request may wait for an answer; also how long a watch may stay broken.
     pub request_timeout: std::time::Duration,
+    /// Which end this is, for messages.
+    pub end: End,
 }
 
 impl Cluster {
@@ -39,6 +41,15 @@ impl Cluster {
             identity: "unknown".into(),
             context: url.to_string(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            end: End::default(),
+        }
+    }
+
+    /// This cluster's API server as messages name it.
+    pub fn server(&self) -> Server {
+        Server {
+            url: self.url.clone(),
+            end: self.end,
         }
     }
 
@@ -49,30 +60,40 @@ impl Cluster {
     }
 
     pub fn api_error(&self, error: kube::Error, context: &str) -> Error {
-        Error::from_kube(error, &self.url, context)
+        Error::from_kube(error, &self.server(), context)
     }
 }
 
-/// `path`'s kubeconfig error, one line.
-fn kubeconfig_error(path: &Path) -> impl Fn(KubeconfigError) -> Error + '_ {
+/// `path`'s kubeconfig error, one line; `end` names the flag that chooses another file.
+fn kubeconfig_error(path: &Path, end: End) -> impl Fn(KubeconfigError) -> Error + '_ {
+    let flag = end.kubeconfig_flag;
     move |error| match error {
         KubeconfigError::FindPath => Error::NoKubeconfig,
         KubeconfigError::ReadConfig(io, path) if io.kind() == std::io::ErrorKind::NotFound => {
-            Error::KubeconfigMissing(path)
+            Error::KubeconfigMissing { path, flag }
         }
-        KubeconfigError::Parse(yaml) => Error::KubeconfigSyntax(yaml_problem(path, &yaml)),
-        other => Error::Kubeconfig(format!("{}: {other}", path.display())),
+        KubeconfigError::Parse(yaml) => Error::KubeconfigSyntax {
+            problem: yaml_problem(path, &yaml),
+            flag,
+        },
+        other => Error::Kubeconfig {
+            problem: format!("{}: {other}", path.display()),
+            flag,
+        },
     }
 }
 
 /// The kubeconfig files to read, as kubectl chooses them: `--kubeconfig`; else those `KUBECONFIG`
 /// lists that exist (empty entries and missing files are skipped; an error only when none
 /// exists); else `~/.kube/config`.
-fn kubeconfig_paths(flag: Option<&Path>) -> Result<Vec<PathBuf>> {
+fn kubeconfig_paths(flag: Option<&Path>, end: End) -> Result<Vec<PathBuf>> {
     if let Some(path) = flag {
         return match path.exists() {
             true => Ok(vec![path.to_path_buf()]),
-            false => Err(Error::KubeconfigMissing(path.to_path_buf())),
+            false => Err(Error::KubeconfigMissing {
+                path: path.to_path_buf(),
+                flag: end.kubeconfig_flag,
+            }),
         };
     }
     let listed: Vec<PathBuf> = std::env::var_os("KUBECONFIG")
@@ -101,22 +122,55 @@ fn kubeconfig_paths(flag: Option<&Path>) -> Result<Vec<PathBuf>> {
 
 /// The kubeconfig files, merged as kubectl merges them (the first to set a value wins).
 pub fn read_kubeconfig(flag: Option<&Path>) -> Result<Kubeconfig> {
+    Ok(read_kubeconfig_files(flag, End::default())?.0)
+}
+
+/// The kubeconfig files of `end` merged, and how messages name them.
+fn read_kubeconfig_files(flag: Option<&Path>, end: End) -> Result<(Kubeconfig, String)> {
     let mut merged = Kubeconfig::default();
-    for path in kubeconfig_paths(flag)? {
-        let next = Kubeconfig::read_from(&path).map_err(kubeconfig_error(&path))?;
-        merged = merged.merge(next).map_err(kubeconfig_error(&path))?;
+    let paths = kubeconfig_paths(flag, end)?;
+    for path in &paths {
+        let next = Kubeconfig::read_from(path).map_err(kubeconfig_error(path, end))?;
+        merged = merged.merge(next).map_err(kubeconfig_error(path, end))?;
     }
-    Ok(merged)
+    let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let files = match shown.as_slice() {
+        [one] => format!("the kubeconfig {one}"),
+        many => format!("the kubeconfigs {}", many.join(", ")),
+    };
+    Ok((merged, files))
+}
+
+/// ` --kubeconfig PATH` when the connection names a file: kubectl commands in hints read the same.
+fn kubeconfig_flags(connection: &Connection) -> String {
+    connection
+        .kubeconfig
+        .as_ref()
+        .map(|p| {
+            format!(
+                " --kubeconfig {}",
+                crate::settings::shell_word(&p.to_string_lossy())
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// Reads the kubeconfig (`--kubeconfig`, else `KUBECONFIG` merged like kubectl, else
 /// `~/.kube/config`) and builds a client with the connection flags applied.
 pub async fn connect(connection: &Connection) -> Result<Cluster> {
-    let kubeconfig = read_kubeconfig(connection.kubeconfig.as_deref())?;
+    let end = connection.end;
+    let (kubeconfig, files) = read_kubeconfig_files(connection.kubeconfig.as_deref(), end)?;
+    let unknown_context = |context: String| Error::UnknownContext {
+        context,
+        flag: end.context_flag,
+        files: files.clone(),
+        list_flags: kubeconfig_flags(connection),
+    };
+    let no_contexts = kubeconfig.contexts.is_empty();
     if let Some(context) = &connection.context
         && !kubeconfig.contexts.iter().any(|c| &c.name == context)
     {
-        return Err(Error::UnknownContext(context.clone()));
+        return Err(unknown_context(context.clone()));
     }
     let context_name = connection
         .context
@@ -144,21 +198,36 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
     let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
         .map_err(|e| match e {
-            KubeconfigError::LoadContext(name) => Error::UnknownContext(name),
-            other => Error::Kubeconfig(other.to_string()),
+            KubeconfigError::LoadContext(name) => unknown_context(name),
+            KubeconfigError::CurrentContextNotSet if no_contexts => Error::Kubeconfig {
+                problem: format!("{files} holds no contexts (is it empty?)"),
+                flag: end.kubeconfig_flag,
+            },
+            KubeconfigError::CurrentContextNotSet => Error::Usage(format!(
+                "{files} sets no current-context; pass one with {} (list them with `kubectl config get-contexts{}`)",
+                end.context_flag,
+                kubeconfig_flags(connection)
+            )),
+            KubeconfigError::LoadClusterOfContext(name) => Error::Kubeconfig {
+                problem: format!("{files}: the cluster of context \"{name}\" is not in it"),
+                flag: end.kubeconfig_flag,
+            },
+            other => Error::Kubeconfig {
+                problem: format!("{files}: {other}"),
+                flag: end.kubeconfig_flag,
+            },
         })?;
     // A server without scheme or host would make the HTTP client panic: said here instead.
     if config.cluster_url.scheme().is_none() || config.cluster_url.host().is_none() {
         let server = config.cluster_url.to_string();
-        return Err(Error::Kubeconfig(format!(
-            "{}: cluster \"{}\" has server \"{server}\", which is not a URL (it needs a scheme and a host); write it as \"https://{}\" (http:// for a server without TLS)",
-            connection
-                .kubeconfig
-                .as_ref()
-                .map_or_else(|| "the kubeconfig".to_string(), |p| p.display().to_string()),
-            cluster_name.unwrap_or_default(),
-            server.trim_start_matches("//")
-        )));
+        return Err(Error::Kubeconfig {
+            problem: format!(
+                "{files}: cluster \"{}\" has server \"{server}\", which is not a URL (it needs a scheme and a host); write it as \"https://{}\" (http:// for a server without TLS)",
+                cluster_name.unwrap_or_default(),
+                server.trim_start_matches("//")
+            ),
+            flag: end.kubeconfig_flag,
+        });
     }
     // Exactly one retry layer, the plugin's own: kube's would retry some statuses itself.
     config.default_retry = false;
@@ -195,8 +264,12 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         .or(connection.user.clone())
         .or(kubeconfig_user)
         .unwrap_or_else(|| "unknown".to_string());
+    let server = Server {
+        url: url.clone(),
+        end,
+    };
     let client = kube::Client::try_from(config)
-        .map_err(|e| Error::from_kube(e, &url, "building the client"))?;
+        .map_err(|e| Error::from_kube(e, &server, "building the client"))?;
     Ok(Cluster {
         client: retrying(
             client,
@@ -212,5 +285,6 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         identity,
         context: context_name.unwrap_or_default(),
         request_timeout,
+        end,
     })
 }

@@ -23,7 +23,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use kube::client::Body;
 
-use crate::error::NoAnswer;
+use crate::error::{ForeignAnswer, NoAnswer};
 
 /// How long one attempt waits for an answer when `--request-timeout` is not given. kubectl waits
 /// forever but never retries; this layer retries, so each attempt needs a bound.
@@ -263,8 +263,54 @@ impl tower::Service<Request<Body>> for Retrying {
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let client = self.inner.clone();
         let settings = self.settings.clone();
-        Box::pin(async move { send(&client, request, &settings).await })
+        Box::pin(async move { send(&client, request, &settings).await.and_then(foreign) })
     }
+}
+
+/// An answer that is not Kubernetes's is named, never handed on as it came: a successful one
+/// (an HTML page where JSON was due) becomes a [`ForeignAnswer`] error, and a failure whose body
+/// is not a Status gets its status line and type in place of that body — so that no message
+/// prints a web page, and a `404 page not found` is still a 404 to its caller.
+pub fn foreign(response: Response<Body>) -> Result<Response<Body>, kube::Error> {
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|t| t.split(';').next().unwrap_or_default().trim().to_string());
+    let is_text = |t: &Option<String>| t.as_deref().is_none_or(|t| t.starts_with("text/"));
+    let status = response.status();
+    let status_line = format!(
+        "{} {}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or_default()
+    );
+    if status.is_success()
+        && content_type
+            .as_deref()
+            .is_some_and(|t| t.starts_with("text/"))
+    {
+        return Err(kube::Error::Service(Box::new(ForeignAnswer {
+            status: status_line,
+            content_type: content_type.unwrap_or_default(),
+        })));
+    }
+    if (status.is_client_error() || status.is_server_error()) && is_text(&content_type) {
+        let empty = response
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() == b"0");
+        let summary = match (&content_type, empty) {
+            (_, true) => format!("{status_line} with an empty body"),
+            (Some(t), false) => format!("{status_line} {t}"),
+            (None, false) => format!("{status_line} without a content type"),
+        };
+        let (parts, _) = response.into_parts();
+        return Ok(Response::from_parts(
+            parts,
+            Body::from(summary.into_bytes()),
+        ));
+    }
+    Ok(response)
 }
 
 /// `client` with the plugin's retry layer in front.
@@ -342,5 +388,50 @@ mod tests {
             );
         }
         assert!(s.backoff(30) <= s.max_backoff.mul_f64(1.25));
+    }
+
+    #[tokio::test]
+    async fn answers_that_are_not_kubernetes_are_named_by_status_and_type() {
+        let answer = |status: u16, content_type: Option<&str>, body: &'static str| {
+            let mut builder = Response::builder().status(status);
+            if let Some(t) = content_type {
+                builder = builder.header(http::header::CONTENT_TYPE, t);
+            }
+            builder.body(Body::from(body.as_bytes().to_vec())).unwrap()
+        };
+        let page = foreign(answer(200, Some("text/html; charset=utf-8"), "<html>")).unwrap_err();
+        assert!(
+            page.to_string().contains("answered 200 OK text/html"),
+            "{page}"
+        );
+        let json = foreign(answer(200, Some("application/json"), "{}")).unwrap();
+        assert_eq!(json.status(), 200);
+        for (status, content_type, summary) in [
+            (502, Some("text/html"), "502 Bad Gateway text/html"),
+            (404, Some("text/plain"), "404 Not Found text/plain"),
+            (
+                500,
+                None,
+                "500 Internal Server Error without a content type",
+            ),
+        ] {
+            let rewritten = foreign(answer(status, content_type, "<html>raw</html>")).unwrap();
+            assert_eq!(
+                rewritten.status(),
+                status,
+                "still the same status to its caller"
+            );
+            let body = rewritten.into_body().collect_bytes().await.unwrap();
+            assert_eq!(body, summary.as_bytes());
+        }
+        // A Status stays as it came.
+        let status = foreign(answer(
+            404,
+            Some("application/json"),
+            "{\"kind\":\"Status\"}",
+        ))
+        .unwrap();
+        let body = status.into_body().collect_bytes().await.unwrap();
+        assert_eq!(body, b"{\"kind\":\"Status\"}".as_slice());
     }
 }

@@ -24,17 +24,93 @@ pub enum ExitStatus {
     Interrupted,
     /// 141: stdout was closed (`| head`); ended quietly, as kubectl ends on SIGPIPE.
     BrokenPipe,
+    /// 101: a bug — the plugin panicked (see [`on_panic`]).
+    Bug,
+}
+
+impl ExitStatus {
+    /// Every way a command ends, in the order help lists them.
+    pub const ALL: [ExitStatus; 6] = [
+        ExitStatus::Success,
+        ExitStatus::Failure,
+        ExitStatus::Error,
+        ExitStatus::Bug,
+        ExitStatus::Interrupted,
+        ExitStatus::BrokenPipe,
+    ];
+
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Error => 2,
+            ExitStatus::Bug => 101,
+            ExitStatus::Interrupted => 130,
+            ExitStatus::BrokenPipe => 141,
+        }
+    }
+
+    /// What the code means for any command; help says it, and commands may say it their way.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ExitStatus::Success => "success",
+            ExitStatus::Failure => {
+                "the answer is no: not ready, timed out, refused (nothing written), forbidden (403)"
+            }
+            ExitStatus::Error => {
+                "error: bad input, API server unreachable or not Kubernetes, no Cluster API"
+            }
+            ExitStatus::Bug => "a bug: the plugin panicked (one line; please report it)",
+            ExitStatus::Interrupted => "interrupted (Ctrl-C)",
+            ExitStatus::BrokenPipe => "stdout was closed (`| head`): ended quietly, as kubectl",
+        }
+    }
+
+    /// The "Exit codes:" section of a help text (each line within 100 columns, where clap
+    /// would wrap it): every code, in the command's own words where `specific` gives them.
+    pub fn help(specific: &[(u8, &str)]) -> String {
+        let mut out = String::from("Exit codes:");
+        for status in ExitStatus::ALL {
+            let meaning = specific
+                .iter()
+                .find(|(code, _)| *code == status.code())
+                .map_or(status.meaning(), |(_, m)| m);
+            out.push_str(&format!("\n  {:<4} {meaning}", status.code()));
+        }
+        out
+    }
+
+    /// `command` (the plugin's, with its subcommands) with every help ending in its exit codes.
+    pub fn in_help(mut command: clap::Command) -> clap::Command {
+        let for_command = |name: &str| -> Vec<(u8, &'static str)> {
+            crate::cli::EXIT_MEANINGS
+                .iter()
+                .filter(|(c, _, _)| *c == name)
+                .map(|(_, code, meaning)| (*code, *meaning))
+                .collect()
+        };
+        let names: Vec<String> = command
+            .get_subcommands()
+            .map(|s| s.get_name().to_string())
+            .filter(|name| !matches!(name.as_str(), "version" | "completion" | "help"))
+            .collect();
+        for name in names {
+            command = command.mut_subcommand(&name, |sub| {
+                let text = sub
+                    .get_after_help()
+                    .map(|h| format!("{h}\n\n"))
+                    .unwrap_or_default();
+                let codes = ExitStatus::help(&for_command(&name));
+                sub.after_help(format!("{text}{codes}"))
+            });
+        }
+        command.after_help(ExitStatus::help(&for_command("")))
+    }
 }
 
 impl From<ExitStatus> for ExitCode {
     fn from(status: ExitStatus) -> ExitCode {
-        ExitCode::from(match status {
-            ExitStatus::Success => 0,
-            ExitStatus::Failure => 1,
-            ExitStatus::Error => 2,
-            ExitStatus::Interrupted => 130,
-            ExitStatus::BrokenPipe => 141,
-        })
+        ExitCode::from(status.code())
     }
 }
 
@@ -227,6 +303,30 @@ pub fn on_panic() {
         if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
             eprintln!("{}", std::backtrace::Backtrace::force_capture());
         }
-        std::process::exit(101);
+        std::process::exit(ExitStatus::Bug.code().into());
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_exit_code_is_in_help_within_a_line() {
+        for (command, code, _) in crate::cli::EXIT_MEANINGS {
+            assert!(
+                ExitStatus::ALL.iter().any(|s| s.code() == *code),
+                "{command}: {code} is a code the plugin returns"
+            );
+        }
+        let help = ExitStatus::help(&[(1, "no")]);
+        assert_eq!(help.lines().count(), ExitStatus::ALL.len() + 1);
+        assert!(help.contains("\n  1    no\n  2    error:"), "{help}");
+        for (_, _, meaning) in crate::cli::EXIT_MEANINGS {
+            assert!(meaning.len() + 7 <= 100, "{meaning}: clap would wrap it");
+        }
+        for status in ExitStatus::ALL {
+            assert!(status.meaning().len() + 7 <= 100, "{status:?}");
+        }
+    }
 }

@@ -58,10 +58,22 @@ async fn help_reads_as_a_kubectl_plugin() {
     ] {
         assert!(help.stdout.contains(flag), "{flag} in help");
     }
-    assert!(
-        help.stdout.contains("130  interrupted"),
-        "exit codes documented"
-    );
+    // Every exit code, from their one definition, in the help of every command.
+    for command in ["", "ready", "pause", "resume", "move", "verify"] {
+        let args: Vec<&str> = [command, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let help = run_plugin(None, &args).await;
+        for status in kubectl_capi::output::ExitStatus::ALL {
+            assert!(
+                help.stdout.contains(&format!("\n  {:<4} ", status.code())),
+                "{command}: exit code {} in {}",
+                status.code(),
+                help.stdout
+            );
+        }
+    }
     // A command's own flags come first, kubectl's after them under their own heading.
     let move_help = run_plugin(None, &["move", "--help"]).await;
     let at = |needle: &str| {
@@ -124,7 +136,7 @@ async fn bad_flags_and_files() {
     );
     assert_one_line_error(
         &sandbox.plugin(&["version", "--context", "elsewhere"]).await,
-        "context \"elsewhere\" is not in the kubeconfig",
+        "context \"elsewhere\" (--context) is not in the kubeconfig",
     );
     assert!(sandbox.server.writes().is_empty());
 }
@@ -134,10 +146,7 @@ async fn unreachable_server() {
     let sandbox = Sandbox::start(Dialect::V1beta2).await;
     let closed = sandbox.kubeconfig_with("closed", |e| e.server = "http://127.0.0.1:1".into());
     let output = run_plugin(Some(&closed), &["version"]).await;
-    assert_one_line_error(
-        &output,
-        "cannot reach the Kubernetes API server at http://127.0.0.1:1",
-    );
+    assert_one_line_error(&output, "cannot reach the API server at http://127.0.0.1:1");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,7 +165,10 @@ async fn tls_failure_and_bad_token() {
 
     let untrusted = sandbox.kubeconfig_with("untrusted", |e| e.ca_pem = None);
     let output = run_plugin(Some(&untrusted), &["version"]).await;
-    assert_one_line_error(&output, "TLS connection to https://127.0.0.1:");
+    assert_one_line_error(
+        &output,
+        "TLS connection to the API server at https://127.0.0.1:",
+    );
     assert!(output.stderr.contains("--insecure-skip-tls-verify"));
     let insecure = run_plugin(Some(&untrusted), &["version", "--insecure-skip-tls-verify"]).await;
     assert_eq!(insecure.code, 0, "{}", insecure.stderr);
@@ -331,11 +343,11 @@ async fn a_server_that_is_not_kubernetes_is_named_as_such() {
     for (response, answer) in [
         (
             "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
-            "it answered 404 Not Found to discovery, with an empty body",
+            "it answered 404 Not Found with an empty body while discovering the Cluster API kinds",
         ),
         (
             "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 27\r\n\r\n<html><body>hi</body></html",
-            "it answered discovery with a body that is not Kubernetes JSON",
+            "it answered 200 OK text/html while discovering the Cluster API kinds",
         ),
     ] {
         let (url, _server) = answering(response).await;
@@ -345,7 +357,7 @@ async fn a_server_that_is_not_kubernetes_is_named_as_such() {
             assert_one_line_error(
                 &output,
                 &format!(
-                    "{url} does not look like a Kubernetes API server ({answer}); check --context/--kubeconfig"
+                    "{url} is not a Kubernetes API server ({answer}); check --context/--kubeconfig"
                 ),
             );
         }
@@ -465,7 +477,7 @@ async fn a_target_without_cluster_api_is_named_by_the_target_flags() {
     assert_one_line_error(
         &output,
         &format!(
-            "{} serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with --to-context/--to-kubeconfig",
+            "the target ({}) serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with --to-context/--to-kubeconfig (install Cluster API there first with `clusterctl init`)",
             bare.serving.url
         ),
     );
@@ -500,4 +512,241 @@ async fn a_server_without_a_scheme_is_named_not_panicked_on() {
         );
         assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
     }
+}
+
+/// A kubeconfig holding the source sandbox (context "source") and `other` at `url` (context
+/// "other"): a move from the one to the other.
+fn two_ends(source: &Sandbox, url: &str) -> std::path::PathBuf {
+    let mut other = source.serving.kubeconfig_entry("other");
+    other.server = url.to_string();
+    let path = source
+        .dir
+        .path()
+        .join(format!("two-{}", url.rsplit(':').next().unwrap()));
+    capi_sandbox::apiserver::write_kubeconfig(
+        &path,
+        &[source.serving.kubeconfig_entry("source"), other],
+    )
+    .unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_is_not_kubernetes_is_named_by_its_end_url_and_answer() {
+    let source = Sandbox::start(Dialect::V1beta2).await;
+    for (response, answer) in [
+        (
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 44\r\n\r\n<!DOCTYPE HTML><html><body>hi</body></html>",
+            "200 OK text/html",
+        ),
+        (
+            "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 21\r\n\r\ninternal server error",
+            "500 Internal Server Error text/plain",
+        ),
+        (
+            "HTTP/1.1 404 Not Found\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 19\r\n\r\n404 page not found\n",
+            "404 Not Found text/plain",
+        ),
+    ] {
+        let (url, _server) = answering(response).await;
+        let kubeconfig = two_ends(&source, &url);
+        let output = run_plugin(
+            Some(&kubeconfig),
+            &["move", "--context", "source", "--to-context", "other"],
+        )
+        .await;
+        assert_one_line_error(
+            &output,
+            &format!(
+                "the target ({url}) is not a Kubernetes API server (it answered {answer} while reading namespace kube-system); check --to-context/--to-kubeconfig"
+            ),
+        );
+        for raw in ["<", "internal server error", "page not found"] {
+            assert!(
+                !output.stderr.contains(raw),
+                "never printed raw: {}",
+                output.stderr
+            );
+        }
+    }
+    assert!(source.server.writes().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_name_the_flag_and_the_file_the_user_gave_and_their_hints_work_when_pasted() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    let path = sandbox.kubeconfig.to_str().unwrap().to_string();
+    let with_file = |extra: &[&str]| {
+        let mut args = vec!["--kubeconfig", path.as_str()];
+        args.extend_from_slice(extra);
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>()
+    };
+    let run = |args: Vec<String>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_plugin(None, &args).await
+    };
+    // An unknown --to-context: that flag, the file it was looked up in, and a listing that runs.
+    let unknown = run(with_file(&["move", "--to-context", "nosuch"])).await;
+    assert_one_line_error(
+        &unknown,
+        &format!(
+            "context \"nosuch\" (--to-context) is not in the kubeconfig {path}; list contexts with `kubectl config get-contexts --kubeconfig {path}` and pass one with --to-context"
+        ),
+    );
+    let listing = unknown.stderr.split('`').nth(1).unwrap();
+    let listed = crate::common::pasted_command(None, listing)
+        .output()
+        .await
+        .unwrap();
+    assert!(listed.status.success(), "{listing}");
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("sandbox"));
+    // The same for verify's source.
+    let unknown = run(with_file(&["verify", "--from-context", "nosuch"])).await;
+    assert_one_line_error(
+        &unknown,
+        "context \"nosuch\" (--from-context) is not in the kubeconfig",
+    );
+    // A missing or empty target kubeconfig: --to-kubeconfig, and the file.
+    let missing = sandbox.dir.path().join("missing");
+    let output = run(with_file(&[
+        "move",
+        "--to-kubeconfig",
+        missing.to_str().unwrap(),
+    ]))
+    .await;
+    assert_one_line_error(
+        &output,
+        &format!(
+            "kubeconfig {} not found; pass an existing file with --to-kubeconfig",
+            missing.display()
+        ),
+    );
+    let empty = sandbox.dir.path().join("empty");
+    std::fs::write(&empty, "").unwrap();
+    let output = run(with_file(&[
+        "move",
+        "--to-kubeconfig",
+        empty.to_str().unwrap(),
+    ]))
+    .await;
+    assert_one_line_error(
+        &output,
+        &format!(
+            "the kubeconfig {} holds no contexts (is it empty?); fix the file or pass another with --to-kubeconfig",
+            empty.display()
+        ),
+    );
+    // No current context: pass one with --context; the listing it names runs.
+    let text = std::fs::read_to_string(&sandbox.kubeconfig).unwrap();
+    let no_current = sandbox.dir.path().join("no-current");
+    std::fs::write(
+        &no_current,
+        text.lines()
+            .filter(|l| !l.starts_with("current-context"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
+    let output = run_plugin(
+        None,
+        &["ready", "--kubeconfig", no_current.to_str().unwrap()],
+    )
+    .await;
+    assert_one_line_error(
+        &output,
+        "sets no current-context; pass one with --context (list them with `kubectl config get-contexts --kubeconfig",
+    );
+    let listing = output.stderr.split('`').nth(1).unwrap();
+    let listed = crate::common::pasted_command(None, listing)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("sandbox"),
+        "{listing}"
+    );
+    assert!(sandbox.server.writes().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_negative_duration_is_refused_without_a_tip_that_fails() {
+    for args in [
+        &["ready", "--wait", "--timeout", "-5"][..],
+        &["move", "--timeout", "-5"],
+        &["ready", "--request-timeout", "-1s"],
+    ] {
+        let output = run_plugin(None, args).await;
+        assert_one_line_error(
+            &output,
+            "is negative: a duration counts forward, e.g. 30s or 10m",
+        );
+        assert!(!output.stderr.contains("'-- "), "{}", output.stderr);
+    }
+    let output = run_plugin(None, &["ready", "-5"]).await;
+    assert_one_line_error(
+        &output,
+        "unexpected argument '-5' found; see 'kubectl capi --help'",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_to_a_plain_http_server_says_to_write_http_and_that_fix_works() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    let http = sandbox.serving.url.clone();
+    let https = http.replacen("http://", "https://", 1);
+    let wrong = sandbox.kubeconfig_with("https", |e| e.server = https.clone());
+    let output = run_plugin(Some(&wrong), &["ready", "-A", "--insecure-skip-tls-verify"]).await;
+    assert_one_line_error(
+        &output,
+        &format!(
+            "the API server at {https} speaks plain HTTP, not HTTPS; write the kubeconfig's server as {http}"
+        ),
+    );
+    // As a move's target it is named as the target.
+    let kubeconfig = two_ends(&sandbox, &https);
+    let output = run_plugin(
+        Some(&kubeconfig),
+        &["move", "--context", "source", "--to-context", "other"],
+    )
+    .await;
+    assert_one_line_error(&output, &format!("the target ({https}) speaks plain HTTP"));
+    // Written as it says, the kubeconfig works.
+    let fixed = std::fs::read_to_string(&wrong)
+        .unwrap()
+        .replace(&https, &http);
+    std::fs::write(&wrong, fixed).unwrap();
+    let output = run_plugin(Some(&wrong), &["ready", "-A"]).await;
+    assert_eq!(output.code, 0, "{}", output.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_are_checked_by_the_rule_they_break_before_any_request() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    sandbox.server.reset_requests();
+    for (args, says) in [
+        (
+            &["ready", "-n", "a b"][..],
+            "invalid namespace \"a b\" (-n): a DNS-1123 label is",
+        ),
+        (
+            &["move", "--dry-run", "-n", "Prod"],
+            "invalid namespace \"Prod\" (-n)",
+        ),
+        (
+            &["ready", "-l", "env=prod tier=db"],
+            "invalid label selector \"env=prod tier=db\" (-l): unexpected \"tier\"",
+        ),
+        (
+            &["pause", "-l", "env in (a"],
+            "the list after \"env\" is not closed",
+        ),
+        (
+            &["ready", "Work_1"],
+            "invalid Cluster name \"Work_1\": a DNS-1123 subdomain is",
+        ),
+        (&["verify", "a b"], "invalid Cluster name \"a b\""),
+    ] {
+        assert_one_line_error(&sandbox.plugin(args).await, says);
+    }
+    assert!(sandbox.server.requests().is_empty(), "no request was sent");
 }

@@ -95,6 +95,22 @@ async fn kubectl_completes_subcommands_flags_and_cluster_names() {
     assert_eq!(names, ["beta"]);
     let (contexts, _) = complete(&sandbox.kubeconfig, &["move", "--to-context", ""]).await;
     assert_eq!(contexts, ["sandbox"]);
+    // Values after `=`, the contexts of the kubeconfig the target flag names, a shell.
+    let (values, _) = complete(&sandbox.kubeconfig, &["move", "--dry-run=s"]).await;
+    assert_eq!(values, ["--dry-run=server"]);
+    let other = sandbox.kubeconfig_with("other", |e| e.context = "elsewhere".into());
+    let to_other = [
+        "move",
+        "--to-kubeconfig",
+        other.to_str().unwrap(),
+        "--to-context=",
+    ];
+    let (contexts, _) = complete(&sandbox.kubeconfig, &to_other).await;
+    assert_eq!(contexts, ["--to-context=elsewhere"]);
+    let (shells, _) = complete(&sandbox.kubeconfig, &["completion", "z"]).await;
+    assert_eq!(shells, ["zsh"]);
+    let (colors, _) = complete(&sandbox.kubeconfig, &["ready", "--color", "a"]).await;
+    assert_eq!(colors, ["auto", "always"]);
     // A cluster that cannot be reached: nothing offered, no error.
     let dead = sandbox.kubeconfig_with("dead", |e| e.server = "http://127.0.0.1:1".into());
     let (names, directive) = complete(&dead, &["ready", ""]).await;

@@ -687,6 +687,53 @@ async fn ready_points_an_interrupted_move_at_resume_and_rollback_and_both_work_w
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_s_hint_names_the_kubeconfig_the_move_read_its_target_from() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    // The move read both ends from a file it was given; the user's default holds only the source.
+    let both = w.dir.path().join("both-ends");
+    std::fs::copy(w.dir.path().join("kubeconfig"), &both).unwrap();
+    let source_only = w.dir.path().join("source-only");
+    std::fs::copy(&both, &source_only).unwrap();
+    let deleted = std::process::Command::new("kubectl")
+        .args(["config", "delete-context", "target", "--kubeconfig"])
+        .arg(&source_only)
+        .output()
+        .unwrap();
+    assert!(deleted.status.success());
+    let mut args = vec!["--kubeconfig", both.to_str().unwrap()];
+    args.extend_from_slice(&MOVE_NS1);
+    assert!(kill_at(&w, &args, KillPoint::JournalWrites(3)).await);
+    let ready = w
+        .plugin(&[
+            "ready",
+            "--kubeconfig",
+            source_only.to_str().unwrap(),
+            "--context",
+            "source",
+            "-n",
+            "ns1",
+        ])
+        .await;
+    assert_eq!(ready.code, 1, "{}", ready.stderr);
+    let resume = hint_after(&ready.stdout, "continue it with");
+    let both = std::fs::canonicalize(&both).unwrap();
+    assert!(
+        resume.contains(&format!("--to-kubeconfig {}", both.display())),
+        "{resume}"
+    );
+    // Pasted where no KUBECONFIG is set, it finishes the move.
+    let mut pasted = crate::common::pasted_command(None, resume);
+    pasted.env("XDG_STATE_HOME", w.state_dir());
+    let finished: crate::common::Output = pasted.output().await.unwrap().into();
+    assert_eq!(finished.code, 0, "{resume}: {}", finished.stderr);
+    assert!(
+        finished.stdout.starts_with("moved 1 Cluster(s)"),
+        "{}",
+        finished.stdout
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unwritable_journal_is_refused_before_any_write() {
     let w = World::start(&Fixture::workload(&["w1"])).await;
     let file = w.dir.path().join("a-file");
