@@ -73,12 +73,12 @@ pub enum Error {
         "{} serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with {}{}",
         .server.short(),
         .server.end.choose(),
-        if *.install { " (install Cluster API there first with `clusterctl init`)" } else { "" }
+        .install.as_ref().map(|c| format!(" (install Cluster API there first with `{c}`)")).unwrap_or_default()
     )]
     CapiNotInstalled {
         server: Server,
-        /// Whether to say how to install it (the move's target).
-        install: bool,
+        /// The command that installs it there (for the move's target).
+        install: Option<String>,
     },
     #[error(
         "{server} did not answer {after}; check that it is up and that {} point at it, or raise --request-timeout",

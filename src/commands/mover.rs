@@ -552,6 +552,22 @@ async fn story(
     Ok(status)
 }
 
+/// `clusterctl init` against the cluster `connection` reaches, in clusterctl's own flags.
+fn clusterctl_init(connection: &crate::settings::Connection) -> String {
+    let word = crate::settings::shell_word;
+    let mut command = String::from("clusterctl init");
+    if let Some(kubeconfig) = &connection.kubeconfig {
+        command.push_str(&format!(
+            " --kubeconfig {}",
+            word(&kubeconfig.to_string_lossy())
+        ));
+    }
+    if let Some(context) = &connection.context {
+        command.push_str(&format!(" --kubeconfig-context {}", word(context)));
+    }
+    command
+}
+
 /// A kubeconfig path made absolute, so that a hint read back elsewhere still finds it.
 fn absolute(path: Option<&std::path::PathBuf>) -> Option<String> {
     path.map(|p| {
@@ -819,7 +835,7 @@ impl<'a> Move<'a> {
             let catalog = Catalog::discover(&cluster).await.map_err(|e| match e {
                 Error::CapiNotInstalled { server, .. } => Error::CapiNotInstalled {
                     server,
-                    install: true,
+                    install: Some(clusterctl_init(&target_connection(args, settings))),
                 },
                 other => other,
             })?;

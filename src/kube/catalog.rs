@@ -176,7 +176,7 @@ impl Catalog {
         if !kinds.keys().any(|(g, _)| g == "cluster.x-k8s.io") {
             return Err(Error::CapiNotInstalled {
                 server: cluster.server(),
-                install: false,
+                install: None,
             });
         }
         Ok(Catalog { kinds, crds_read })

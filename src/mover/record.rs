@@ -16,9 +16,11 @@ use crate::verify::{Between, Copied, MovedCluster, RECORD_KEY, RECORD_LABEL};
 /// (the local journal keeps the record), never an error that would stop a finished move.
 pub async fn leave_in_target(
     target: &Cluster,
-    journal: &Journal,
+    file: &super::journal::JournalFile,
     concurrency: usize,
 ) -> Vec<String> {
+    let journal = &file.journal;
+    let verify = verify_with_journal(&file.path, journal);
     let moved_at = journal
         .finished_at
         .clone()
@@ -75,11 +77,28 @@ pub async fn leave_in_target(
         .filter_map(|failed| async move { failed })
         .map(|reason| {
             format!(
-                "the verification record was not left in the target: {reason}; `kubectl capi verify --journal` with this move's journal still verifies it"
+                "the verification record was not left in the target: {reason}; this move's journal still verifies it: `{verify}`"
             )
         })
         .collect()
         .await
+}
+
+/// The `kubectl capi verify` that reads what `journal` (at `path`) moved, against its target as
+/// the move reached it.
+fn verify_with_journal(path: &std::path::Path, journal: &Journal) -> String {
+    let word = crate::settings::shell_word;
+    let mut command = format!(
+        "kubectl capi verify --journal {}",
+        word(&path.to_string_lossy())
+    );
+    if let Some(kubeconfig) = &journal.target.kubeconfig {
+        command.push_str(&format!(" --kubeconfig {}", word(kubeconfig)));
+    }
+    if let Some(context) = &journal.target.context {
+        command.push_str(&format!(" --context {}", word(context)));
+    }
+    command
 }
 
 /// Removes from the source the records an earlier move left next to the Clusters `journal`

@@ -249,8 +249,7 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
         progress,
     )
     .await?;
-    let mut not_recorded =
-        super::record::leave_in_target(target, &journal.journal, concurrency).await;
+    let mut not_recorded = super::record::leave_in_target(target, &journal, concurrency).await;
     not_recorded.extend(super::record::remove_from_source(source, &journal.journal).await);
     journal.stage(Stage::Done).await?;
     let mut created: BTreeMap<String, usize> = BTreeMap::new();

@@ -201,8 +201,7 @@ pub async fn run(
     )
     .await?;
     let mut not_recorded =
-        super::record::leave_in_target(&target.cluster, &journal.journal, options.concurrency)
-            .await;
+        super::record::leave_in_target(&target.cluster, journal, options.concurrency).await;
     not_recorded.extend(super::record::remove_from_source(source, &journal.journal).await);
     journal.stage(Stage::Done).await?;
     phases.unpause = lap_seconds();

@@ -477,7 +477,7 @@ async fn a_target_without_cluster_api_is_named_by_the_target_flags() {
     assert_one_line_error(
         &output,
         &format!(
-            "the target ({}) serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with --to-context/--to-kubeconfig (install Cluster API there first with `clusterctl init`)",
+            "the target ({}) serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with --to-context/--to-kubeconfig (install Cluster API there first with `clusterctl init --kubeconfig-context bare`)",
             bare.serving.url
         ),
     );

@@ -792,3 +792,33 @@ async fn the_finished_record_keeps_what_a_verification_compares_against() {
     // Names and IDs only: no object contents.
     assert!(!journal.to_string().contains("\"spec\""), "{journal}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_the_target_refused_is_named_with_a_verify_that_works_when_pasted() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    // The target takes every object but the verification record (the only ConfigMap it is sent).
+    w.target.inject(
+        FaultRule::new(FaultAction::Fail {
+            code: 422,
+            retry_after: None,
+        })
+        .verbs(&["create"])
+        .resource("configmaps")
+        .dry_run(false)
+        .agent("kubectl-capi/"),
+    );
+    let journal = w.dir.path().join("this-move.json");
+    let mut args = MOVE_NS1.to_vec();
+    args.extend(["--journal", journal.to_str().unwrap()]);
+    let moved = w.plugin(&args).await;
+    assert_eq!(moved.code, 0, "{}", moved.stderr);
+    let verify = hint_after(&moved.stderr, "this move's journal still verifies it");
+    assert!(
+        verify.starts_with("kubectl capi verify --journal ") && verify.contains("--context target"),
+        "{verify}"
+    );
+    w.target.clear_faults();
+    let verified = w.paste(verify).await;
+    assert_ne!(verified.code, 2, "{verify}: {}", verified.stderr);
+    assert!(verified.stdout.contains("foo"), "{}", verified.stdout);
+}
