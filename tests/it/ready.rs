@@ -332,6 +332,62 @@ async fn selection_errors_and_label_selector() {
         missing.stderr.trim(),
         "error: clusters.cluster.x-k8s.io \"gamma\" not found in namespace golden; list them with `kubectl get clusters.cluster.x-k8s.io -A`"
     );
+    // With the kubeconfig given as a flag, the listing repeats it; pasted, kubectl lists them.
+    let path = sandbox.kubeconfig.to_str().unwrap();
+    let missing = run_plugin(
+        None,
+        &["ready", "gamma", "-n", "golden", "--kubeconfig", path],
+    )
+    .await;
+    let listing = missing.stderr.split('`').nth(1).unwrap();
+    assert!(
+        listing.contains(&format!("--kubeconfig {path}")),
+        "{listing}"
+    );
+    let listed = crate::common::pasted_command(None, listing)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{listing}: {}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(
+        stdout.contains("alpha") && stdout.contains("beta"),
+        "{stdout}"
+    );
+    // The same for a selector that matches nothing in a move.
+    let none = run_plugin(
+        None,
+        &[
+            "move",
+            "--dry-run",
+            "-n",
+            "golden",
+            "-l",
+            "env=nowhere",
+            "--kubeconfig",
+            path,
+        ],
+    )
+    .await;
+    assert_eq!(none.code, 1, "{}", none.stderr);
+    let listing = none.stderr.split('`').nth(1).unwrap();
+    let listed = crate::common::pasted_command(None, listing)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        listed.status.success(),
+        "{listing}: {}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("env=prod"),
+        "{listing}"
+    );
     // A scope without Clusters has nothing that blocks a move: said, and exit 0.
     let empty = sandbox.plugin(&["ready"]).await;
     assert_eq!(empty.code, 0, "{}", empty.stderr);
