@@ -34,6 +34,10 @@ pub const LEASE_NAMESPACE: &str = "kube-system";
 pub const LEASE_NAME: &str = "kubectl-capi";
 pub const LEASE_HOLDER_ANNOTATION: &str = "kubectl-capi.dev/holder";
 
+/// The label on each ConfigMap slice of a move's journal copy in the source; its value is the
+/// move's key.
+pub const JOURNAL_COPY_LABEL: &str = "kubectl-capi.dev/move-journal";
+
 /// clusterctl's preflight messages, word for word (with the GroupVersionKind rendered in full
 /// where clusterctl prints `"/, Kind="`), so users can search for them.
 pub mod clusterctl {

@@ -164,9 +164,7 @@ pub async fn list_objects_keeping(
             } = listed;
             // The tool's own records — a move's journal copy, a moved Cluster's verification
             // record — are never part of a move.
-            if crate::mover::journal::copy::is_journal(&object)
-                || crate::verify::MovedCluster::is_record(&object)
-            {
+            if is_journal_copy(&object) || crate::verify::MovedCluster::is_record(&object) {
                 return;
             }
             let uid = object.metadata.uid.clone().unwrap_or_default();
@@ -292,4 +290,14 @@ pub async fn list_objects_keeping(
     }
     denials.check()?;
     Ok((out, managed_fields))
+}
+
+/// Whether `object` is a slice of some move's journal copy.
+fn is_journal_copy(object: &DynamicObject) -> bool {
+    object.types.as_ref().is_none_or(|t| t.kind == "ConfigMap")
+        && object
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(crate::names::JOURNAL_COPY_LABEL))
 }

@@ -906,20 +906,10 @@ pub mod copy {
     use crate::kube::Cluster;
     use crate::mover::requests::only_uid;
 
-    pub const LABEL: &str = "kubectl-capi.dev/move-journal";
+    use crate::names::JOURNAL_COPY_LABEL as LABEL;
     const SHARD_LABEL: &str = "kubectl-capi.dev/move-journal-shard";
     /// Characters of journal JSON per ConfigMap: a quarter of the 1 MiB limit.
     pub const SHARD_SIZE: usize = 256 * 1024;
-
-    /// Whether `object` is a slice of some move's journal copy.
-    pub fn is_journal(object: &kube::api::DynamicObject) -> bool {
-        object.types.as_ref().is_none_or(|t| t.kind == "ConfigMap")
-            && object
-                .metadata
-                .labels
-                .as_ref()
-                .is_some_and(|l| l.contains_key(LABEL))
-    }
 
     /// The namespace the copy lives in: the moved one, else (`-A`, or a namespace that does not
     /// exist in the source — a move of cluster-scoped objects only) `default`.

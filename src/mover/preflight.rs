@@ -547,7 +547,7 @@ async fn judge_existing(
         None => BTreeSet::new(),
     };
     for (uid, node, target_uid) in unexpected {
-        if copies.contains(&pair(uid, &target_uid)) {
+        if copies.contains(&super::record::pair(uid, &target_uid)) {
             judged.reused.insert(uid.clone());
         } else {
             judged
@@ -791,15 +791,6 @@ pub async fn dry_run_creates(
             })
             .collect(),
     })
-}
-
-/// Two UIDs of one object and its copy, whichever cluster holds which.
-pub fn pair(a: &str, b: &str) -> (String, String) {
-    if a <= b {
-        (a.to_string(), b.to_string())
-    } else {
-        (b.to_string(), a.to_string())
-    }
 }
 
 /// Whether the target has a CRD for the kind that serves the version it is stored in here.

@@ -101,6 +101,15 @@ fn verify_with_journal(path: &std::path::Path, journal: &Journal) -> String {
     command
 }
 
+/// Two UIDs of one object and its copy, whichever cluster holds which.
+pub fn pair(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
+}
+
 /// Removes from the source the records an earlier move left next to the Clusters `journal`
 /// moved (they moved in with them, and are never moved themselves): one LIST of records per
 /// namespace, each deleted by its UID. What cannot be removed is returned as a warning; the
@@ -158,7 +167,7 @@ pub async fn remove_from_source(source: &Cluster, journal: &Journal) -> Vec<Stri
 
 /// The copies earlier moves between the two clusters of `between` made of objects kept in the
 /// source, as their records in `namespaces` of either cluster say: unordered UID pairs (see
-/// [`super::preflight::pair`]). A record that cannot be read is an error, not an empty answer.
+/// [`pair`]). A record that cannot be read is an error, not an empty answer.
 pub async fn earlier_copies(
     clusters: [&Cluster; 2],
     namespaces: &std::collections::BTreeSet<String>,
@@ -189,7 +198,7 @@ pub async fn earlier_copies(
                         moved
                             .copies
                             .iter()
-                            .map(|c| super::preflight::pair(&c.source_uid, &c.target_uid)),
+                            .map(|c| pair(&c.source_uid, &c.target_uid)),
                     );
                 }
             }

@@ -5,9 +5,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+const SANDBOX_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sandbox/src");
 
 /// Every `.rs` file under `src/` with its module path (`crate::mover::plan`).
 fn modules() -> BTreeMap<String, PathBuf> {
+    modules_under(SRC)
+}
+
+/// Every `.rs` file under `root` with its module path; `src/bin/*` files are crates of their
+/// own, named `bin::NAME`.
+fn modules_under(root: &str) -> BTreeMap<String, PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
@@ -19,11 +26,11 @@ fn modules() -> BTreeMap<String, PathBuf> {
         }
     }
     let mut files = Vec::new();
-    walk(Path::new(SRC), &mut files);
+    walk(Path::new(root), &mut files);
     files
         .into_iter()
         .map(|path| {
-            let relative = path.strip_prefix(SRC).unwrap().with_extension("");
+            let relative = path.strip_prefix(root).unwrap().with_extension("");
             let mut parts: Vec<String> = relative
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -45,23 +52,115 @@ fn modules() -> BTreeMap<String, PathBuf> {
         .collect()
 }
 
-/// The code of a file without its `#[cfg(test)] mod tests` (tests may reach anywhere).
+/// The code of a file without its `#[cfg(test)]` items, wherever they are (tests may reach
+/// anywhere), nor comments.
 fn code(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    match text.find("#[cfg(test)]\nmod tests") {
-        Some(at) => text[..at].to_string(),
-        None => text,
+    without_tests(&std::fs::read_to_string(path).unwrap())
+}
+
+/// How far the literal, comment or lifetime at `at` reaches (its length), if one starts there.
+fn skip_literal(text: &[u8], at: usize) -> Option<usize> {
+    let rest = &text[at..];
+    let find = |from: usize, needle: &[u8]| {
+        rest[from..]
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .map(|i| from + i + needle.len())
+            .unwrap_or(rest.len())
+    };
+    match rest {
+        [b'/', b'/', ..] => Some(find(2, b"\n") - 1),
+        [b'/', b'*', ..] => Some(find(2, b"*/")),
+        [b'r', b'#' | b'"', ..] => {
+            let hashes = rest[1..].iter().take_while(|b| **b == b'#').count();
+            if rest.get(1 + hashes) != Some(&b'"') {
+                return None;
+            }
+            let mut close = vec![b'"'];
+            close.extend(std::iter::repeat_n(b'#', hashes));
+            Some(find(2 + hashes, &close))
+        }
+        [b'"', ..] => {
+            let mut i = 1;
+            while i < rest.len() && rest[i] != b'"' {
+                i += if rest[i] == b'\\' { 2 } else { 1 };
+            }
+            Some((i + 1).min(rest.len()))
+        }
+        // A char literal ('{', '\''), not a lifetime ('a).
+        [b'\'', b'\\', ..] => Some(find(3, b"'")),
+        [b'\'', _, b'\'', ..] => Some(3),
+        _ => None,
+    }
+}
+
+/// `text` with every item under `#[cfg(test)]` left out, found by brace matching that skips
+/// strings, chars and comments; comments are left out too.
+fn without_tests(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if text[at..].starts_with("#[cfg(test)]") {
+            // The item after the attribute: to its `;` or to the brace closing its body.
+            let mut depth = 0usize;
+            let mut i = at + "#[cfg(test)]".len();
+            while i < bytes.len() {
+                if let Some(length) = skip_literal(bytes, i) {
+                    i += length;
+                    continue;
+                }
+                match bytes[i] {
+                    b'{' => depth += 1,
+                    b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            i += 1;
+                            break;
+                        }
+                    }
+                    b';' if depth == 0 => {
+                        i += 1;
+                        break;
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            at = i;
+            continue;
+        }
+        if let Some(length) = skip_literal(bytes, at) {
+            let literal = &text[at..at + length];
+            if !literal.starts_with("//") && !literal.starts_with("/*") {
+                out.push_str(literal);
+            }
+            at += length;
+            continue;
+        }
+        let next = text[at..].chars().next().unwrap();
+        out.push(next);
+        at += next.len_utf8();
+    }
+    out
+}
+
+#[test]
+fn test_items_are_left_out_wherever_they_are() {
+    let text = "fn a() {}\n#[cfg(test)]\nmod tests {\n    fn b() { let s = \"}\"; let c = '}'; }\n}\n// crate::x\nmod after { use crate::y; }\n#[cfg(test)]\nuse crate::z;\nfn c<'a>(x: &'a str) {}\n";
+    let kept = without_tests(text);
+    assert!(kept.contains("fn a()") && kept.contains("mod after { use crate::y; }"));
+    assert!(kept.contains("fn c<'a>"));
+    for gone in ["fn b", "crate::x", "crate::z"] {
+        assert!(!kept.contains(gone), "{gone} left out: {kept}");
     }
 }
 
 /// The module paths a file refers to through `crate::` and `super::` (including `use` groups).
 fn references(module: &str, path: &Path) -> Vec<String> {
     let text = code(path);
-    let is_dir_module = path.file_stem().is_some_and(|s| s == "mod" || s == "lib");
-    let mut parent: Vec<&str> = module.split("::").collect();
-    if !is_dir_module {
-        parent.pop();
-    }
+    // `super::` is the module above this one, whether it is a file or a directory's `mod.rs`.
+    let here: Vec<&str> = module.split("::").collect();
     let mut found = Vec::new();
     let bytes = text.as_bytes();
     for start in ["crate::", "super::"] {
@@ -84,7 +183,7 @@ fn references(module: &str, path: &Path) -> Vec<String> {
                 segments.remove(0);
                 vec!["crate"]
             } else {
-                parent.clone()
+                here.clone()
             };
             while segments.first() == Some(&"super") {
                 segments.remove(0);
@@ -151,13 +250,34 @@ fn cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 
 #[test]
 fn no_module_imports_one_that_imports_it_back() {
-    let modules = modules();
+    let files = module_cycles(&modules(), "the plugin");
+    assert!(
+        files
+            .get("crate::mover::preflight")
+            .is_some_and(|t| t.contains("crate::ready")),
+        "the scan sees references: {files:?}"
+    );
+    let files = module_cycles(&modules_under(SANDBOX_SRC), "the sandbox");
+    assert!(
+        files
+            .get("crate::apiserver::handler")
+            .is_some_and(|t| t.iter().any(|m| m.starts_with("crate::apiserver::"))),
+        "the scan sees the sandbox's references: {files:?}"
+    );
+}
+
+/// Fails on any cycle between the files of `modules`, or between their top-level modules;
+/// returns the edges between files.
+fn module_cycles(
+    modules: &BTreeMap<String, PathBuf>,
+    which: &str,
+) -> BTreeMap<String, BTreeSet<String>> {
     let top = |m: &str| m.split("::").take(2).collect::<Vec<_>>().join("::");
     let mut files: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut tops: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (module, path) in &modules {
+    for (module, path) in modules {
         for reference in references(module, path) {
-            let Some(target) = resolve(&reference, &modules) else {
+            let Some(target) = resolve(&reference, modules) else {
                 continue;
             };
             // A module using what its own parent declares or re-exports is not a cycle.
@@ -173,18 +293,17 @@ fn no_module_imports_one_that_imports_it_back() {
             }
         }
     }
-    assert!(
-        files
-            .get("crate::mover::preflight")
-            .is_some_and(|t| t.contains("crate::ready")),
-        "the scan sees references: {files:?}"
+    assert_eq!(
+        cycles(&files),
+        Vec::<Vec<String>>::new(),
+        "between files of {which}"
     );
-    assert_eq!(cycles(&files), Vec::<Vec<String>>::new(), "between files");
     assert_eq!(
         cycles(&tops),
         Vec::<Vec<String>>::new(),
-        "between top-level modules"
+        "between top-level modules of {which}"
     );
+    files
 }
 
 #[test]

@@ -88,6 +88,13 @@ fn verbs_of(plural: &str) -> Vec<&'static str> {
     }
 }
 
+/// The kinds every sandbox server serves before any CRD exists.
+pub fn all() -> Vec<Arc<ResourceDef>> {
+    let mut all = super::resources::builtins();
+    all.extend(generic_builtins());
+    all
+}
+
 /// Every row as a resource definition.
 pub fn generic_builtins() -> Vec<Arc<ResourceDef>> {
     KINDS

@@ -366,7 +366,7 @@ fn openapi_paths(def: &ResourceDef, version: &str, paths: &mut serde_json::Map<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apiserver::resources::builtins;
+    use crate::apiserver::builtin_kinds::all as builtins;
 
     #[test]
     fn aggregated_accept_header_of_kube_and_kubectl() {

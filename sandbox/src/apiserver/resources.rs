@@ -161,7 +161,7 @@ pub(super) fn builtin(
     }
 }
 
-/// The kinds every sandbox server serves before any CRD exists.
+/// The built-in kinds with behaviour of their own (the generic rest: `builtin_kinds::all`).
 pub fn builtins() -> Vec<Arc<ResourceDef>> {
     let mut crds = builtin(
         "apiextensions.k8s.io",
@@ -255,7 +255,6 @@ pub fn builtins() -> Vec<Arc<ResourceDef>> {
     ]
     .into_iter()
     .chain(reviews)
-    .chain(super::builtin_kinds::generic_builtins())
     .collect()
 }
 

@@ -92,7 +92,7 @@ impl State {
             dependents: HashMap::new(),
             gc_candidates: Vec::new(),
         };
-        for def in resources::builtins() {
+        for def in super::builtin_kinds::all() {
             state.registry.insert(def.key(), def);
         }
         state
@@ -316,7 +316,7 @@ impl State {
 
     /// CRDs that are Established become served resources; removed ones stop being served.
     fn rebuild_registry(&mut self) {
-        let mut registry: BTreeMap<ResKey, Arc<ResourceDef>> = resources::builtins()
+        let mut registry: BTreeMap<ResKey, Arc<ResourceDef>> = super::builtin_kinds::all()
             .into_iter()
             .map(|d| (d.key(), d))
             .collect();
