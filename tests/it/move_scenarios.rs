@@ -486,9 +486,10 @@ async fn an_object_deleted_after_planning_stops_the_move_before_any_create() {
     let args = MOVE_NS1;
     let child = w.command(&args).output();
     let meanwhile = async {
-        while w.source.answers_held() == 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
+        crate::common::wait_until("the move's patch to be held", || {
+            w.source.answers_held() > 0
+        })
+        .await;
         capi_sandbox::api::delete(&w.source.client(), CORE, "Machine", "ns1", "m2")
             .await
             .unwrap();
@@ -1387,9 +1388,10 @@ async fn ctrl_c_stops_at_a_safe_point_and_says_how_to_resume() {
         .set_write_latency(std::time::Duration::from_millis(20));
     let before = w.plugin_writes().len();
     let child = w.command(&args).spawn().unwrap();
-    while w.plugin_writes().len() - before < 6 {
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
+    crate::common::wait_until("six writes of the move", || {
+        w.plugin_writes().len() - before >= 6
+    })
+    .await;
     let out = crate::common::interrupt(child).await;
     let stderr = &out.stderr;
     assert_eq!(out.code, 130, "{stderr}");

@@ -90,7 +90,23 @@ async fn the_seed_situation_names_the_scaling_owner_and_wait_returns_when_it_fin
         let kubeconfig = kubeconfig.clone();
         async move { run_plugin(Some(&kubeconfig), &["ready", "--wait", "--timeout", "60s"]).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both commands (the pasted hint and this one) watch the Machines before the node comes.
+    let machine_watches = || {
+        env.source
+            .server
+            .requests()
+            .iter()
+            .filter(|r| {
+                r.verb == "watch"
+                    && r.resource == "machines"
+                    && r.agent.starts_with("kubectl-capi/")
+            })
+            .count()
+    };
+    crate::common::wait_until("both waits to watch the Machines", || {
+        machine_watches() >= 2
+    })
+    .await;
     env.source.controllers.holds.release_all();
     let waited = waiter.await.unwrap();
     assert_eq!(waited.code, 0, "{}", waited.stderr);
@@ -530,7 +546,7 @@ async fn kubectl_runs_ready_as_a_plugin_and_passes_the_exit_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_interrupts_wait_with_exit_code_130() {
     let dir = tempfile::tempdir().unwrap();
-    let _env = scaling_environment(dir.path()).await;
+    let env = scaling_environment(dir.path()).await;
     let child = tokio::process::Command::new(crate::common::PLUGIN)
         .args(["ready", "--wait", "--timeout", "60s"])
         .env("KUBECONFIG", dir.path().join("kubeconfig"))
@@ -538,7 +554,10 @@ async fn ctrl_c_interrupts_wait_with_exit_code_130() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    crate::common::wait_until("ready --wait to watch", || {
+        crate::common::watches(&env.source.server, "kubectl-capi/") > 0
+    })
+    .await;
     let output = crate::common::interrupt(child).await;
     assert_eq!(output.code, 130, "{}", output.stderr);
     assert!(output.stderr.contains("interrupted"));

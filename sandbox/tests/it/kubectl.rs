@@ -482,6 +482,7 @@ async fn delete_with_and_without_finalizers() {
 async fn wait_for_condition_and_for_delete() {
     let k = Kubectl::start(ServerOptions::default()).await;
     k.run_with_input(&["apply", "-f", "-"], CLUSTER).await.ok();
+    let before = crate::common::watches(&k.server, "kubectl/");
     let waiter = {
         let mut command = k.command(&[
             "wait",
@@ -491,7 +492,10 @@ async fn wait_for_condition_and_for_delete() {
         ]);
         command.spawn().unwrap()
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    crate::common::wait_until("kubectl wait to watch", || {
+        crate::common::watches(&k.server, "kubectl/") > before
+    })
+    .await;
     k.run(&["patch", "cluster", "c1", "--subresource=status", "--type=merge", "-p",
         r#"{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Ready","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#]).await.ok();
     let done = tokio::time::timeout(Duration::from_secs(30), waiter.wait_with_output())
@@ -525,11 +529,15 @@ async fn wait_for_condition_and_for_delete() {
         timeout.stderr
     );
 
+    let before = crate::common::watches(&k.server, "kubectl/");
     let deleter = k
         .command(&["wait", "--for=delete", "cluster/c1", "--timeout=20s"])
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    crate::common::wait_until("kubectl wait --for=delete to watch", || {
+        crate::common::watches(&k.server, "kubectl/") > before
+    })
+    .await;
     k.run(&["delete", "cluster", "c1", "--wait=false"])
         .await
         .ok();
@@ -576,7 +584,10 @@ async fn get_watch_sees_added_modified_deleted() {
         .unwrap();
     let stdout = watcher.stdout.take().unwrap();
     let mut lines = tokio::io::BufReader::new(stdout).lines();
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    crate::common::wait_until("kubectl get -w to watch", || {
+        crate::common::watches(&k.server, "kubectl/") > 0
+    })
+    .await;
     k.run_with_input(&["apply", "-f", "-"], CLUSTER).await.ok();
     k.run(&["label", "cluster", "c1", "x=y"]).await.ok();
     k.run(&["delete", "cluster", "c1"]).await.ok();
