@@ -5,6 +5,45 @@ pub const CONTROL_PLANE_GROUP: &str = "controlplane.cluster.x-k8s.io";
 pub const INFRASTRUCTURE_GROUP: &str = "infrastructure.cluster.x-k8s.io";
 pub const BOOTSTRAP_GROUP: &str = "bootstrap.cluster.x-k8s.io";
 pub const CLUSTERCTL_GROUP: &str = "clusterctl.cluster.x-k8s.io";
+pub const ADDONS_GROUP: &str = "addons.cluster.x-k8s.io";
+pub const IPAM_GROUP: &str = "ipam.cluster.x-k8s.io";
+pub const RUNTIME_GROUP: &str = "runtime.cluster.x-k8s.io";
+
+/// The label prefix of Cluster API contract versions on CRDs (`cluster.x-k8s.io/v1beta2: v1beta1_v1beta2`).
+pub const CONTRACT_LABEL_PREFIX: &str = "cluster.x-k8s.io/";
+
+/// clusterctl's Provider inventory: one object per installed provider, with its version.
+pub const PROVIDER_KIND: &str = "Provider";
+pub const PROVIDER_VERSION: &str = "v1alpha3";
+pub const PROVIDER_PLURAL: &str = "providers";
+
+/// `cluster.x-k8s.io` and its provider groups (`infrastructure.cluster.x-k8s.io`, …).
+pub fn is_cluster_api_group(group: &str) -> bool {
+    group == CORE_GROUP || group.ends_with(".cluster.x-k8s.io")
+}
+
+/// Every Cluster API group discovery looks at.
+pub const CAPI_GROUPS: &[&str] = &[
+    CORE_GROUP,
+    CONTROL_PLANE_GROUP,
+    BOOTSTRAP_GROUP,
+    INFRASTRUCTURE_GROUP,
+    ADDONS_GROUP,
+    IPAM_GROUP,
+    RUNTIME_GROUP,
+    CLUSTERCTL_GROUP,
+];
+
+/// The group of an `apiVersion` (`cluster.x-k8s.io/v1beta2` → `cluster.x-k8s.io`; `v1` → the
+/// core group, empty).
+pub fn group_of(api_version: &str) -> &str {
+    group_and_version(api_version).0
+}
+
+/// The group and the version of an `apiVersion`.
+pub fn group_and_version(api_version: &str) -> (&str, &str) {
+    api_version.rsplit_once('/').unwrap_or(("", api_version))
+}
 
 /// Pauses the object that carries it (Cluster API's `IsPaused`).
 pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";

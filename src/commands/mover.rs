@@ -213,7 +213,7 @@ async fn restore(
     let (objects, plan) = crate::mover::directory::read(directory, &types)?;
     if !objects
         .iter()
-        .any(|(_, info)| is_cluster_api_group(&info.group))
+        .any(|(_, info)| crate::names::is_cluster_api_group(&info.group))
     {
         return Err(Error::Usage(format!(
             "{} holds no Cluster API objects ({} file(s) read); pass a directory that `kubectl capi move --to-directory` (or clusterctl move --to-directory) wrote",
@@ -282,11 +282,6 @@ async fn restore(
         directory.display()
     ))?;
     Ok(ExitStatus::Success)
-}
-
-/// `cluster.x-k8s.io` and its provider groups (`infrastructure.cluster.x-k8s.io`, …).
-fn is_cluster_api_group(group: &str) -> bool {
-    group == CORE_GROUP || group.ends_with(".cluster.x-k8s.io")
 }
 
 /// The target's connection: the source's flags with `--to-kubeconfig` and `--to-context`.

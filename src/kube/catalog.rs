@@ -13,20 +13,20 @@ use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
 use super::connect::Cluster;
 use super::retry::transient;
 use crate::error::{Error, Result};
+use crate::names::CORE_GROUP;
 
-pub const CAPI_GROUPS: &[&str] = &[
-    "cluster.x-k8s.io",
-    "controlplane.cluster.x-k8s.io",
-    "bootstrap.cluster.x-k8s.io",
-    "infrastructure.cluster.x-k8s.io",
-    "addons.cluster.x-k8s.io",
-    "ipam.cluster.x-k8s.io",
-    "runtime.cluster.x-k8s.io",
-    "clusterctl.cluster.x-k8s.io",
-];
+pub use crate::names::CAPI_GROUPS;
 
-/// The label prefix of Cluster API contract versions on CRDs (`cluster.x-k8s.io/v1beta2: v1beta1_v1beta2`).
-pub const CONTRACT_LABEL_PREFIX: &str = "cluster.x-k8s.io/";
+/// clusterctl's Provider inventory, at the version clusterctl writes it.
+pub fn provider_resource() -> kube::api::ApiResource {
+    use crate::names::{CLUSTERCTL_GROUP, PROVIDER_KIND, PROVIDER_PLURAL, PROVIDER_VERSION};
+    kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk(CLUSTERCTL_GROUP, PROVIDER_VERSION, PROVIDER_KIND),
+        PROVIDER_PLURAL,
+    )
+}
+
+pub use crate::names::CONTRACT_LABEL_PREFIX;
 
 /// One served kind.
 #[derive(Debug, Clone)]
@@ -173,7 +173,7 @@ impl Catalog {
                 },
             );
         }
-        if !kinds.keys().any(|(g, _)| g == "cluster.x-k8s.io") {
+        if !kinds.keys().any(|(g, _)| g == CORE_GROUP) {
             return Err(Error::CapiNotInstalled {
                 server: cluster.server(),
                 install: None,
@@ -192,13 +192,13 @@ impl Catalog {
 
     /// The API dialect of the core group: the version Clusters are read at.
     pub fn core_version(&self) -> Option<&str> {
-        self.kind("cluster.x-k8s.io", "Cluster")
+        self.kind(CORE_GROUP, "Cluster")
             .map(|k| k.resource.version.as_str())
     }
 
     /// The contract the management cluster implements (`v1beta2` for CAPI ≥ 1.11).
     pub fn contract(&self) -> &str {
-        self.kind("cluster.x-k8s.io", "Cluster")
+        self.kind(CORE_GROUP, "Cluster")
             .and_then(|k| k.storage_version.as_deref())
             .or(self.core_version())
             .unwrap_or("v1beta2")

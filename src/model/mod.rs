@@ -62,10 +62,7 @@ impl ObjectRef {
     }
 
     pub fn group(&self) -> &str {
-        self.api_version
-            .rsplit_once('/')
-            .map(|(g, _)| g)
-            .unwrap_or("")
+        crate::names::group_of(&self.api_version)
     }
 
     /// clusterctl renders a GroupVersionKind as `"group/version, Kind=Kind"`.
@@ -113,7 +110,7 @@ impl TypedRef {
         let api_group = value["apiGroup"].as_str().map(str::to_string).or_else(|| {
             api_version
                 .as_deref()
-                .map(|v| v.rsplit_once('/').map(|(g, _)| g).unwrap_or("").to_string())
+                .map(|v| crate::names::group_of(v).to_string())
         })?;
         Some(TypedRef {
             api_group,

@@ -154,11 +154,7 @@ pub fn read(directory: &Path, types: &[MoveType]) -> Result<(TypedObjects, MoveP
                 path.display()
             )));
         };
-        let group = meta
-            .api_version
-            .rsplit_once('/')
-            .map(|(g, _)| g)
-            .unwrap_or("");
+        let group = crate::names::group_of(&meta.api_version);
         let info = types
             .iter()
             .find(|t| t.info.group == group && t.info.kind == meta.kind)

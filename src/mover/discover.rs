@@ -36,7 +36,10 @@ pub async fn move_types(cluster: &Cluster) -> Result<Vec<MoveType>> {
         .map_err(|e| {
             cluster.api_error(
                 e,
-                "listing CustomResourceDefinitions labelled clusterctl.cluster.x-k8s.io",
+                &format!(
+                    "listing CustomResourceDefinitions labelled {}",
+                    crate::names::CLUSTERCTL_LABEL
+                ),
             )
         });
     let list = match listed {
@@ -198,10 +201,7 @@ pub async fn list_objects_keeping(
         }
     }
     // Global identities' credentials live in the infrastructure providers' namespaces.
-    let provider_resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("clusterctl.cluster.x-k8s.io", "v1alpha3", "Provider"),
-        "providers",
-    );
+    let provider_resource = crate::kube::catalog::provider_resource();
     let providers: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &provider_resource);
     // A cluster that does not serve the inventory has none; a read that fails is not "none".
     let inventory = match providers.list(&ListParams::default()).await {
@@ -210,7 +210,7 @@ pub async fn list_objects_keeping(
         Err(e) => Err(cluster.api_error(e, "listing the Provider inventory")),
     };
     let provider_namespaces: BTreeSet<String> = denials
-        .note("providers.clusterctl.cluster.x-k8s.io", inventory)?
+        .note(&qualified(&provider_resource), inventory)?
         .iter()
         .filter(|p| p.data["type"] == "InfrastructureProvider")
         .filter_map(|p| p.metadata.namespace.clone())

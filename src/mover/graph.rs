@@ -34,7 +34,7 @@ impl TypeInfo {
             (group, kind),
             (CORE_GROUP, "Cluster")
                 | (CORE_GROUP, "ClusterClass")
-                | ("addons.cluster.x-k8s.io", "ClusterResourceSet")
+                | (ADDONS_GROUP, "ClusterResourceSet")
         ) || labels.contains_key(MOVE_HIERARCHY_LABEL);
         TypeInfo {
             group: group.to_string(),
@@ -142,9 +142,7 @@ pub fn parse_cluster_secret(name: &str) -> Option<(&str, &str)> {
     })
 }
 
-fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
-}
+use crate::names::{ADDONS_GROUP, group_of};
 
 impl Graph {
     /// Builds the graph of `objects` (each with the TypeInfo of its kind). `moved_namespace` is the
@@ -266,7 +264,7 @@ impl Graph {
                         }
                     }
                 }
-                ("addons.cluster.x-k8s.io", "ClusterResourceSetBinding") => {
+                (ADDONS_GROUP, "ClusterResourceSetBinding") => {
                     if let Some(cluster) = object.data["spec"]["clusterName"].as_str()
                         && let Some(owner) = find("Cluster", &reference.namespace, cluster)
                     {

@@ -517,11 +517,7 @@ impl Entry {
 
 /// The API resource of a journal entry.
 pub fn entry_resource(entry: &Entry) -> ApiResource {
-    let (group, version) = entry
-        .object
-        .api_version
-        .rsplit_once('/')
-        .unwrap_or(("", entry.object.api_version.as_str()));
+    let (group, version) = crate::names::group_and_version(&entry.object.api_version);
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk(group, version, &entry.object.kind),
         &entry.resource,

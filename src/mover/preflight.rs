@@ -144,10 +144,7 @@ async fn provider_inventory(
     cluster: &Cluster,
     in_source: bool,
 ) -> Result<std::result::Result<Vec<DynamicObject>, Refusal>> {
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(crate::names::CLUSTERCTL_GROUP, "v1alpha3", "Provider"),
-        "providers",
-    );
+    let resource = crate::kube::catalog::provider_resource();
     let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);
     match api.list(&ListParams::default()).await {
         Ok(list) => Ok(Ok(list.items)),

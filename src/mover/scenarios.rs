@@ -24,7 +24,7 @@ fn graph(fixture: &Fixture, moved_namespace: Option<&str>) -> Graph {
         .into_iter()
         .map(|o| {
             let api_version = o["apiVersion"].as_str().unwrap();
-            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            let group = crate::names::group_of(api_version);
             let kind = o["kind"].as_str().unwrap();
             let crd = fixture
                 .crds

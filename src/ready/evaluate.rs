@@ -144,11 +144,7 @@ pub struct UnfinishedMove {
 
 fn scaler_kind(object: &DynamicObject) -> Option<ScalerKind> {
     let types = object.types.as_ref()?;
-    let group = types
-        .api_version
-        .rsplit_once('/')
-        .map(|(g, _)| g)
-        .unwrap_or("");
+    let group = crate::names::group_of(&types.api_version);
     kinds::scaler(group, &types.kind)
 }
 
@@ -751,12 +747,7 @@ fn annotations_and_owners(scope: &ClusterScope<'_>, snapshot: &Snapshot, checks:
             );
         }
         for owner in object.metadata.owner_references.iter().flatten() {
-            let group = owner
-                .api_version
-                .rsplit_once('/')
-                .map(|(g, _)| g)
-                .unwrap_or("")
-                .to_string();
+            let group = crate::names::group_of(&owner.api_version).to_string();
             if listed.contains(&(group, owner.kind.clone()))
                 && snapshot.by_uid(&owner.uid).is_none()
             {

@@ -154,12 +154,7 @@ impl Snapshot {
         let mut snapshot = Snapshot::default();
         for object in objects {
             let types = object.types.clone().unwrap_or_default();
-            let group = types
-                .api_version
-                .rsplit_once('/')
-                .map(|(g, _)| g)
-                .unwrap_or("")
-                .to_string();
+            let group = crate::names::group_of(&types.api_version).to_string();
             snapshot.insert((group, types.kind), object);
         }
         snapshot

@@ -324,3 +324,47 @@ fn every_module_says_what_it_owns_and_only_the_printer_prints() {
         }
     }
 }
+
+#[test]
+fn cluster_api_vocabulary_has_one_home() {
+    let modules = modules();
+    let mut spelled_elsewhere = Vec::new();
+    for (module, path) in &modules {
+        if module == "crate::names" || test_only(module, &modules) {
+            continue;
+        }
+        let code = code(path);
+        for (number, line) in code.lines().enumerate() {
+            for spelled in [
+                "\"cluster.x-k8s.io\"",
+                ".cluster.x-k8s.io\"",
+                "rsplit_once('/')",
+            ] {
+                if line.contains(spelled) {
+                    spelled_elsewhere.push(format!("{module}:{}: {}", number + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        spelled_elsewhere.is_empty(),
+        "Cluster API groups and apiVersion parsing live in crate::names (the groups, group_of):\n{}",
+        spelled_elsewhere.join("\n")
+    );
+}
+
+/// Whether `module` is declared under `#[cfg(test)]` by its parent (`#[cfg(test)] mod x;`).
+fn test_only(module: &str, modules: &BTreeMap<String, PathBuf>) -> bool {
+    let Some((parent, name)) = module.rsplit_once("::") else {
+        return false;
+    };
+    let Some(path) = modules.get(parent) else {
+        return false;
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    text.split("#[cfg(test)]").skip(1).any(|after| {
+        let item = after.trim_start();
+        let item = item.strip_prefix("pub ").unwrap_or(item);
+        item.starts_with(&format!("mod {name};"))
+    })
+}
