@@ -199,24 +199,4 @@ impl Writes for capi_sandbox::ApiServer {
     }
 }
 
-/// Waits until `reached()` holds — something the test can observe, such as a request in a
-/// server's log — checking every 10 ms; fails naming `what` if it has not within 30 s.
-pub async fn wait_until(what: &str, reached: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !reached() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waited 30 s for {what}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-}
-
-/// How many watches clients whose User-Agent starts with `agent` have opened on `server`.
-pub fn watches(server: &capi_sandbox::ApiServer, agent: &str) -> usize {
-    server
-        .requests()
-        .iter()
-        .filter(|r| r.verb == "watch" && r.agent.starts_with(agent))
-        .count()
-}
+pub use capi_sandbox::wait_until;

@@ -920,11 +920,11 @@ async fn one_command_freezes_waits_moves_and_releases_the_freeze_in_the_target()
     // Run again; the in-flight Machine gets its node while the command waits.
     let holds = source.controllers.holds.clone();
     let server = source.server.clone();
-    let before = crate::common::watches(&server, "kubectl-capi/");
+    let before = server.watches("kubectl-capi/");
     let release = tokio::spawn(async move {
         // Once the command watches the Clusters become ready (after its freeze).
         crate::common::wait_until("the move to wait for readiness", || {
-            crate::common::watches(&server, "kubectl-capi/") > before
+            server.watches("kubectl-capi/") > before
         })
         .await;
         holds.release_all();

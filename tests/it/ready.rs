@@ -555,7 +555,7 @@ async fn ctrl_c_interrupts_wait_with_exit_code_130() {
         .spawn()
         .unwrap();
     crate::common::wait_until("ready --wait to watch", || {
-        crate::common::watches(&env.source.server, "kubectl-capi/") > 0
+        env.source.server.watches("kubectl-capi/") > 0
     })
     .await;
     let output = crate::common::interrupt(child).await;

@@ -239,6 +239,17 @@ impl ApiServer {
         self.shared.log.lock().clear();
     }
 
+    /// How many watches clients whose User-Agent starts with `agent` have opened: the moment a
+    /// test's client is waiting on this server.
+    pub fn watches(&self, agent: &str) -> usize {
+        self.shared
+            .log
+            .lock()
+            .iter()
+            .filter(|r| r.verb == "watch" && r.agent.starts_with(agent))
+            .count()
+    }
+
     /// How many requests had this verb on this resource (plural).
     pub fn count(&self, verb: &str, resource: &str) -> usize {
         self.shared

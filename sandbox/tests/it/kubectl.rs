@@ -482,7 +482,7 @@ async fn delete_with_and_without_finalizers() {
 async fn wait_for_condition_and_for_delete() {
     let k = Kubectl::start(ServerOptions::default()).await;
     k.run_with_input(&["apply", "-f", "-"], CLUSTER).await.ok();
-    let before = crate::common::watches(&k.server, "kubectl/");
+    let before = k.server.watches("kubectl/");
     let waiter = {
         let mut command = k.command(&[
             "wait",
@@ -493,7 +493,7 @@ async fn wait_for_condition_and_for_delete() {
         command.spawn().unwrap()
     };
     crate::common::wait_until("kubectl wait to watch", || {
-        crate::common::watches(&k.server, "kubectl/") > before
+        k.server.watches("kubectl/") > before
     })
     .await;
     k.run(&["patch", "cluster", "c1", "--subresource=status", "--type=merge", "-p",
@@ -529,13 +529,13 @@ async fn wait_for_condition_and_for_delete() {
         timeout.stderr
     );
 
-    let before = crate::common::watches(&k.server, "kubectl/");
+    let before = k.server.watches("kubectl/");
     let deleter = k
         .command(&["wait", "--for=delete", "cluster/c1", "--timeout=20s"])
         .spawn()
         .unwrap();
     crate::common::wait_until("kubectl wait --for=delete to watch", || {
-        crate::common::watches(&k.server, "kubectl/") > before
+        k.server.watches("kubectl/") > before
     })
     .await;
     k.run(&["delete", "cluster", "c1", "--wait=false"])
@@ -585,7 +585,7 @@ async fn get_watch_sees_added_modified_deleted() {
     let stdout = watcher.stdout.take().unwrap();
     let mut lines = tokio::io::BufReader::new(stdout).lines();
     crate::common::wait_until("kubectl get -w to watch", || {
-        crate::common::watches(&k.server, "kubectl/") > 0
+        k.server.watches("kubectl/") > 0
     })
     .await;
     k.run_with_input(&["apply", "-f", "-"], CLUSTER).await.ok();
