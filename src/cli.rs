@@ -449,6 +449,17 @@ pub struct MoveArgs {
     pub from_directory: Option<std::path::PathBuf>,
 }
 
+impl MoveArgs {
+    /// The flags as clap fills them in when none is given: what a hint may leave out.
+    pub fn defaults() -> MoveArgs {
+        use clap::FromArgMatches;
+        let matches = MoveArgs::augment_args(clap::Command::new("move"))
+            .try_get_matches_from(["move"])
+            .expect("move parses without flags");
+        MoveArgs::from_arg_matches(&matches).expect("move's defaults are its own")
+    }
+}
+
 pub const VERIFY_HELP: &str =
     "Run against the management cluster the Clusters were moved to. For each moved Cluster it
 checks that the target adopted it: the same Machines with the same providerIDs as in the source

@@ -65,22 +65,20 @@ where
         Command::Ready(args) => commands::ready::run(args, &settings, &printer).await,
 
         Command::Pause(args) => {
-            commands::freeze::run(
+            commands::freeze::command(
                 freeze::apply::Mode::Freeze,
                 &args.selection,
                 (args.reason.as_deref(), args.keep_remediation),
-                commands::freeze::Locking::Take,
                 &settings,
                 &printer,
             )
             .await
         }
         Command::Resume(args) => {
-            commands::freeze::run(
+            commands::freeze::command(
                 freeze::apply::Mode::Resume,
                 &args.selection,
                 (None, false),
-                commands::freeze::Locking::Take,
                 &settings,
                 &printer,
             )

@@ -8,7 +8,7 @@ use crate::cli::FreezeSelection;
 use crate::error::{Error, Result};
 use crate::freeze::apply::{self, DryRun, Mode, Outcome, Request};
 use crate::freeze::plan::Action;
-use crate::kube::{Catalog, Cluster, Stop, connect, lease};
+use crate::kube::{Catalog, Cluster, Connected, Stop, lease};
 use crate::model::{self, HealthCheckView, ScalerView, kinds};
 use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
@@ -106,24 +106,101 @@ pub enum Locking {
     HeldByCaller,
 }
 
+/// `pause` or `resume` as the user calls it.
+fn verb(mode: Mode) -> &'static str {
+    if mode == Mode::Freeze {
+        "pause"
+    } else {
+        "resume"
+    }
+}
+
+/// `kubectl capi pause` and `kubectl capi resume`: the selection checked before any request,
+/// the cluster connected once, then [`run`] under the cluster's lease.
+pub async fn command(
+    mode: Mode,
+    selection: &FreezeSelection,
+    why: (Option<&str>, bool),
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<ExitStatus> {
+    check_selection(mode, selection, settings)?;
+    let end = Connected::open(&settings.connection).await?;
+    run(
+        mode,
+        selection,
+        why,
+        Locking::Take,
+        (&end, settings),
+        printer,
+    )
+    .await
+}
+
+/// A freeze or release names its Clusters, or says it means all of them.
+fn check_selection(mode: Mode, selection: &FreezeSelection, settings: &Settings) -> Result<()> {
+    if selection.clusters.is_empty()
+        && !selection.all
+        && !settings.scope.all_namespaces
+        && settings.scope.selector.is_none()
+    {
+        let verb = verb(mode);
+        return Err(Error::Usage(format!(
+            "name the Clusters to {verb}, or pass --all (every Cluster in the namespace), -A or -l; see 'kubectl capi {verb} --help'"
+        )));
+    }
+    Ok(())
+}
+
+/// A freeze or release of `selection` on `end` (connected by the caller); `settings` give the
+/// scope, the output and the flags hints repeat.
 pub async fn run(
     mode: Mode,
     selection: &FreezeSelection,
-    (reason, keep_remediation): (Option<&str>, bool),
+    why: (Option<&str>, bool),
     locking: Locking,
-    settings: &Settings,
+    (end, settings): (&Connected, &Settings),
     printer: &Printer,
 ) -> Result<ExitStatus> {
     let (status, _) = run_on(
         mode,
         selection,
-        (reason, keep_remediation),
+        why,
         (locking, None),
-        settings,
+        (end, settings),
         printer,
     )
     .await?;
     Ok(status)
+}
+
+/// The Clusters `selection` names in `listed`, as `(namespace, name)`; a name not there is an
+/// error, as is a selection that matches nothing.
+fn selected_clusters(
+    listed: &Snapshot,
+    selection: &FreezeSelection,
+    scope: &ListScope,
+    settings: &Settings,
+) -> Result<Vec<(String, String)>> {
+    let (found, missing) = model::select_by_name(
+        listed.of_kind(CORE_GROUP, "Cluster"),
+        &selection.clusters,
+        |c| c.metadata.name.as_deref().unwrap_or_default(),
+    );
+    if !missing.is_empty() {
+        return Err(Error::ClustersNotFound {
+            names: missing,
+            scope: scope.to_string(),
+            flags: settings.connection.as_flags(),
+        });
+    }
+    let clusters: Vec<(String, String)> = found.iter().map(|c| model::namespaced_name(c)).collect();
+    if clusters.is_empty() {
+        return Err(Error::Usage(
+            "no Cluster API Clusters matched; pass -n NAMESPACE, -A or other names".into(),
+        ));
+    }
+    Ok(clusters)
 }
 
 /// [`run`], on `only` those objects when given (a release of exactly what a freeze froze), and
@@ -136,27 +213,12 @@ pub async fn run_on(
         Locking,
         Option<std::collections::BTreeSet<model::ObjectRef>>,
     ),
-    settings: &Settings,
+    (end, settings): (&Connected, &Settings),
     printer: &Printer,
 ) -> Result<(ExitStatus, Vec<Outcome>)> {
-    let verb = if mode == Mode::Freeze {
-        "pause"
-    } else {
-        "resume"
-    };
-    if selection.clusters.is_empty()
-        && !selection.all
-        && !settings.scope.all_namespaces
-        && settings.scope.selector.is_none()
-    {
-        return Err(Error::Usage(format!(
-            "name the Clusters to {verb}, or pass --all (every Cluster in the namespace), -A or -l; see 'kubectl capi {verb} --help'"
-        )));
-    }
+    check_selection(mode, selection, settings)?;
     let dry_run = selection.dry_run;
-    let timeout = selection.timeout;
-    let cluster = connect(&settings.connection).await?;
-    let catalog = Catalog::discover(&cluster).await?;
+    let (cluster, catalog) = (&end.cluster, &end.catalog);
     let scope = if settings.scope.all_namespaces {
         ListScope::AllNamespaces
     } else {
@@ -164,30 +226,13 @@ pub async fn run_on(
     };
     let fetch = Fetch {
         scope: scope.clone(),
-        kinds: kinds(&catalog),
+        kinds: kinds(catalog),
         cluster_selector: settings.scope.selector.clone(),
         page_size: PAGE_SIZE,
     };
     // Every kind at once, so that a user missing read permissions hears of all of them.
-    let listed = Snapshot::fetch_with(&cluster, &catalog, &fetch).await?;
-    let (found, missing) = model::select_by_name(
-        listed.of_kind(CORE_GROUP, "Cluster"),
-        &selection.clusters,
-        |c| c.metadata.name.as_deref().unwrap_or_default(),
-    );
-    if !missing.is_empty() {
-        return Err(Error::ClustersNotFound {
-            names: missing,
-            scope: super::scope_shown(&scope),
-            flags: settings.connection.as_flags(),
-        });
-    }
-    let clusters: Vec<(String, String)> = found.iter().map(|c| model::namespaced_name(c)).collect();
-    if clusters.is_empty() {
-        return Err(Error::Usage(
-            "no Cluster API Clusters matched; pass -n NAMESPACE, -A or other names".into(),
-        ));
-    }
+    let listed = Snapshot::fetch_with(cluster, catalog, &fetch).await?;
+    let clusters = selected_clusters(&listed, selection, &scope, settings)?;
     let time = jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string();
@@ -203,7 +248,8 @@ pub async fn run_on(
     let lease = match (locking, dry_run) {
         (Locking::Take, DryRun::None) => {
             let command = format!(
-                "kubectl capi {verb} {}{}{}",
+                "kubectl capi {} {}{}{}",
+                verb(mode),
                 if selection.clusters.is_empty() {
                     "--all".to_string()
                 } else {
@@ -212,50 +258,75 @@ pub async fn run_on(
                 settings.scope.as_flags(),
                 settings.connection.as_flags()
             );
-            Some(lease::take(&cluster, &command, &Stop::default()).await?)
+            Some(lease::take(cluster, &command, &Stop::default()).await?)
         }
         _ => None,
     };
     let mut outcomes = super::holding(
         lease,
         printer,
-        apply::run(&cluster, &catalog, &fetch, &request, listed),
+        apply::run(cluster, catalog, &fetch, &request, listed),
     )
     .await?;
-
     let mut status = ExitStatus::Success;
     if selection.wait && dry_run == DryRun::None {
-        for outcome in outcomes.iter().filter(|o| {
-            o.acknowledged.is_none()
-                && matches!(
-                    o.action,
-                    Action::Frozen | Action::AlreadyFrozen | Action::Resumed
-                )
-        }) {
-            printer.warn(&format!(
-                "{} not acknowledged: controller does not report Paused",
-                outcome.object.kubectl_name()
-            ));
-        }
-        if !wait_acknowledged(
-            printer.verbosity >= 4,
-            &cluster,
-            &catalog,
-            &fetch,
-            &mut outcomes,
-            mode,
-            timeout,
-        )
-        .await?
-        {
-            printer.warn(&format!(
-                "timed out after {} waiting for the controllers to acknowledge",
-                crate::cli::show_duration(selection.timeout)
-            ));
+        let acknowledged =
+            wait_for_controllers(mode, selection, (end, &fetch), &mut outcomes, printer).await?;
+        if !acknowledged {
             status = ExitStatus::Failure;
         }
     }
+    print_outcomes(mode, dry_run, &outcomes, settings, printer)?;
+    Ok((status, outcomes))
+}
 
+/// `--wait`: until the controllers report `Paused` as wanted; `false` when the time ran out.
+async fn wait_for_controllers(
+    mode: Mode,
+    selection: &FreezeSelection,
+    (end, fetch): (&Connected, &Fetch),
+    outcomes: &mut [Outcome],
+    printer: &Printer,
+) -> Result<bool> {
+    for outcome in outcomes.iter().filter(|o| {
+        o.acknowledged.is_none()
+            && matches!(
+                o.action,
+                Action::Frozen | Action::AlreadyFrozen | Action::Resumed
+            )
+    }) {
+        printer.warn(&format!(
+            "{} not acknowledged: controller does not report Paused",
+            outcome.object.kubectl_name()
+        ));
+    }
+    let acknowledged = wait_acknowledged(
+        printer.verbosity >= 4,
+        &end.cluster,
+        &end.catalog,
+        fetch,
+        outcomes,
+        mode,
+        selection.timeout,
+    )
+    .await?;
+    if !acknowledged {
+        printer.warn(&format!(
+            "timed out after {} waiting for the controllers to acknowledge",
+            crate::cli::show_duration(selection.timeout)
+        ));
+    }
+    Ok(acknowledged)
+}
+
+/// What happened to each object: a document, names, or a line each with notes.
+fn print_outcomes(
+    mode: Mode,
+    dry_run: DryRun,
+    outcomes: &[Outcome],
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<()> {
     match settings.output {
         OutputFormat::Json | OutputFormat::Yaml => {
             let kind = if mode == Mode::Freeze {
@@ -266,7 +337,7 @@ pub async fn run_on(
             printer.data(&printer.structured(&Result_ {
                 api_version: "kubectl-capi/v1",
                 kind,
-                items: outcomes.clone(),
+                items: outcomes.to_vec(),
             }))?;
         }
         OutputFormat::Name => {
@@ -302,9 +373,12 @@ pub async fn run_on(
                 }
             }
             if !outcomes.iter().any(|o| o.action.writes()) {
-                printer.info(&format!("nothing to {verb}: no object needed a change"));
+                printer.info(&format!(
+                    "nothing to {}: no object needed a change",
+                    verb(mode)
+                ));
             }
         }
     }
-    Ok((status, outcomes))
+    Ok(())
 }

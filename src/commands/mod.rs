@@ -26,14 +26,6 @@ pub fn completion(shell: clap_complete::Shell, printer: &Printer) -> Result<Exit
     Ok(ExitStatus::Success)
 }
 
-/// `namespace ns`, or `any namespace` with -A.
-pub fn scope_shown(scope: &crate::snapshot::ListScope) -> String {
-    match scope {
-        crate::snapshot::ListScope::Namespace(ns) => format!("namespace {ns}"),
-        crate::snapshot::ListScope::AllNamespaces => "any namespace".into(),
-    }
-}
-
 /// Runs `work` holding `lease` (when there is one) and releases it however `work` ends. With a
 /// lease, Ctrl-C is handled here so that it is released then too, as `stop` says
 /// ([`OnCtrlC`]): during a move's writes the first Ctrl-C asks them to stop at their next safe

@@ -1,16 +1,13 @@
 //! `kubectl capi ready`.
 
-use std::collections::BTreeSet;
-
 use super::waiting::Waiting;
 use crate::cli::ReadyArgs;
 use crate::error::{Error, Result};
-use crate::kube::{Catalog, Cluster, connect};
-use crate::model::{self, ClusterView};
-use crate::mover::journal;
+use crate::kube::{Catalog, Cluster, Connected};
+use crate::model::{self};
 use crate::names::{BOOTSTRAP_GROUP, CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
 use crate::output::{ExitStatus, Printer};
-use crate::ready::evaluate::{Options, Report, UnfinishedMove, evaluate};
+use crate::ready::evaluate::{Options, Report, evaluate};
 use crate::ready::render::render;
 use crate::ready::wait::{Outcome, wait};
 use crate::settings::{Settings, shell_word};
@@ -92,7 +89,7 @@ pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<(
     if !missing.is_empty() {
         return Err(Error::ClustersNotFound {
             names: missing,
-            scope: super::scope_shown(&selection.fetch.scope),
+            scope: selection.fetch.scope.to_string(),
             flags: selection.flags.clone(),
         });
     }
@@ -105,69 +102,9 @@ pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<(
     Ok(())
 }
 
-/// The kubectl-capi moves that paused Clusters of the snapshot and did not finish, from their
-/// journal copies (in the Clusters' namespaces and `default`), with the commands that finish
-/// and undo them — repeating the user's connection flags, so that they work when pasted.
-pub async fn unfinished_moves(
-    cluster: &Cluster,
-    snapshot: &Snapshot,
-    settings: &Settings,
-) -> crate::error::Result<Vec<UnfinishedMove>> {
-    let paused: Vec<ClusterView> = snapshot
-        .of_kind(CORE_GROUP, "Cluster")
-        .iter()
-        .map(|c| ClusterView::read(c))
-        .filter(ClusterView::is_paused)
-        .collect();
-    if paused.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut namespaces: BTreeSet<String> = paused
-        .iter()
-        .map(|c| c.reference.namespace.clone())
-        .collect();
-    namespaces.insert("default".into());
-    let namespaces: Vec<String> = namespaces.into_iter().collect();
-    Ok(journal::copy::unfinished(cluster, &namespaces)
-        .await?
-        .into_iter()
-        .map(|journal| {
-            let word = |w: &str| shell_word(w);
-            let mut command = String::from("kubectl capi move");
-            for name in &journal.clusters {
-                command.push_str(&format!(" {}", word(name)));
-            }
-            command.push_str(&settings.connection.as_flags());
-            match &journal.namespace {
-                Some(namespace) => command.push_str(&format!(" -n {}", word(namespace))),
-                None => command.push_str(" -A"),
-            }
-            if let Some(selector) = &journal.selector {
-                command.push_str(&format!(" -l {}", word(selector)));
-            }
-            if let Some(kubeconfig) = &journal.target.kubeconfig {
-                command.push_str(&format!(" --to-kubeconfig {}", word(kubeconfig)));
-            }
-            if let Some(context) = &journal.target.context {
-                command.push_str(&format!(" --to-context {}", word(context)));
-            }
-            UnfinishedMove {
-                clusters: journal
-                    .paused
-                    .iter()
-                    .filter(|r| r.kind == "Cluster" && r.group() == CORE_GROUP)
-                    .map(|r| (r.namespace.clone(), r.name.clone()))
-                    .collect(),
-                resume: format!("{command} --resume"),
-                rollback: format!("{command} --rollback"),
-            }
-        })
-        .collect())
-}
-
 /// What `ready` says when the scope holds no Cluster: nothing to check, so nothing blocks.
 fn nothing_in_scope(selection: &Selection) -> String {
-    let where_ = super::scope_shown(&selection.fetch.scope);
+    let where_ = selection.fetch.scope.to_string();
     let selector = selection
         .fetch
         .cluster_selector
@@ -179,14 +116,30 @@ fn nothing_in_scope(selection: &Selection) -> String {
     )
 }
 
+/// `kubectl capi ready`.
 pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
+    let end = Connected::open(&settings.connection).await?;
+    run_on(args, (&end, settings), printer).await
+}
+
+/// [`run`] on a connected cluster; `settings` give the scope, the output and the flags hints
+/// repeat.
+pub async fn run_on(
+    args: &ReadyArgs,
+    (end, settings): (&Connected, &Settings),
+    printer: &Printer,
+) -> Result<ExitStatus> {
     let timeout = args.timeout;
-    let cluster = connect(&settings.connection).await?;
-    let catalog = Catalog::discover(&cluster).await?;
-    let mut selection = selection(&cluster, &catalog, settings, &args.clusters, args.strict);
-    let snapshot = Snapshot::fetch_with(&cluster, &catalog, &selection.fetch).await?;
+    let (cluster, catalog) = (&end.cluster, &end.catalog);
+    let mut selection = selection(cluster, catalog, settings, &args.clusters, args.strict);
+    let snapshot = Snapshot::fetch_with(cluster, catalog, &selection.fetch).await?;
     resolve_names(&snapshot, &mut selection)?;
-    selection.options.unfinished_moves = unfinished_moves(&cluster, &snapshot, settings).await?;
+    selection.options.unfinished_moves = crate::mover::recovery::unfinished_moves(
+        cluster,
+        &snapshot,
+        &settings.connection.as_flags(),
+    )
+    .await?;
     if snapshot.of_kind(CORE_GROUP, "Cluster").is_empty() {
         printer.info(&nothing_in_scope(&selection));
         if settings.output.is_structured() {
@@ -210,7 +163,7 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
         let mut waiting = Waiting::new(printer, &report, !settings.output.is_structured());
         let on_change = |r: &Report| waiting.update(r);
         let waited = tokio::select! {
-            outcome = wait(printer.verbosity >= 4, &cluster, &catalog, &selection.fetch, &selection.options, timeout, on_change) => Some(outcome?),
+            outcome = wait(printer.verbosity >= 4, cluster, catalog, &selection.fetch, &selection.options, timeout, on_change) => Some(outcome?),
             _ = tokio::signal::ctrl_c() => None,
         };
         waiting.finish();

@@ -111,6 +111,14 @@ impl Progress for Reporter {
     fn end(&self, _: Phase) {
         self.settle("done");
     }
+
+    fn note(&self, text: &str) {
+        Reporter::note(self, text);
+    }
+
+    fn stopped(&self) {
+        Reporter::stopped(self);
+    }
 }
 
 #[cfg(test)]

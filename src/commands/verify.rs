@@ -9,7 +9,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 
 use crate::cli::VerifyArgs;
 use crate::error::{Error, Result};
-use crate::kube::{Catalog, Cluster, connect};
+use crate::kube::{Catalog, Cluster, Connected, connect};
 use crate::mover::journal::Journal;
 use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
@@ -20,9 +20,9 @@ use crate::verify::{MovedCluster, RECORD_LABEL, VerificationReport, evaluate};
 
 /// The two ends of a verification: the target, where the Clusters are now, and the source
 /// when it is to be checked too.
-pub struct Ends {
-    pub target: Cluster,
-    pub source: Option<Cluster>,
+pub struct Ends<'a> {
+    pub target: &'a Connected,
+    pub source: Option<&'a Connected>,
     /// The connection flags of the target, repeated in hints.
     pub flags: String,
 }
@@ -50,8 +50,7 @@ fn scope_of(moved: &[MovedCluster]) -> ListScope {
 /// What the move should have deleted from the source, of every kind it deleted there (the
 /// Clusters and Machines for records without UIDs): read once, since nothing should bring it
 /// back.
-async fn source_snapshot(source: &Cluster, moved: &[MovedCluster]) -> Result<Snapshot> {
-    let catalog = Catalog::discover(source).await?;
+async fn source_snapshot(source: &Connected, moved: &[MovedCluster]) -> Result<Snapshot> {
     let mut kinds: BTreeSet<_> = [key(CORE_GROUP, "Cluster"), key(CORE_GROUP, "Machine")].into();
     kinds.extend(
         moved
@@ -65,13 +64,13 @@ async fn source_snapshot(source: &Cluster, moved: &[MovedCluster]) -> Result<Sna
         cluster_selector: None,
         page_size: PAGE_SIZE,
     };
-    Snapshot::fetch_with(source, &catalog, &fetch).await
+    Snapshot::fetch_with(&source.cluster, &source.catalog, &fetch).await
 }
 
 /// Verifies `moved`: once, or with `wait` watching the target until every Cluster is verified,
 /// a check fails, or the time is up.
 pub async fn verify(
-    ends: &Ends,
+    ends: &Ends<'_>,
     moved: &[MovedCluster],
     wait: Option<Duration>,
     printer: &Printer,
@@ -81,10 +80,10 @@ pub async fn verify(
         Some(source) => Some(source_snapshot(source, moved).await?),
         None => None,
     };
-    let catalog = Catalog::discover(&ends.target).await?;
+    let (target, catalog) = (&ends.target.cluster, &ends.target.catalog);
     let fetch = Fetch {
         scope,
-        kinds: super::ready::kinds(&catalog),
+        kinds: super::ready::kinds(catalog),
         cluster_selector: None,
         page_size: PAGE_SIZE,
     };
@@ -98,7 +97,7 @@ pub async fn verify(
         }
     };
     let Some(timeout) = wait else {
-        let target = Snapshot::fetch_with(&ends.target, &catalog, &fetch).await?;
+        let target = Snapshot::fetch_with(target, catalog, &fetch).await?;
         let report = evaluate_now(&target);
         let status = status_of(&report);
         return Ok(Verified { report, status });
@@ -111,7 +110,7 @@ pub async fn verify(
         ));
     }
     let waited = tokio::select! {
-        waited = until(printer.verbosity >= 4, &ends.target, &catalog, &fetch, timeout, |target| {
+        waited = until(printer.verbosity >= 4, target, catalog, &fetch, timeout, |target| {
             let report = evaluate_now(target);
             (report.verified() || report.failed(), report)
         }) => waited?,
@@ -217,7 +216,7 @@ pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> R
             records_in(&target, &scope).await?,
             format!(
                 "{} of this cluster (no ConfigMap labelled {RECORD_LABEL})",
-                super::scope_shown(&scope)
+                scope
             ),
         ),
     };
@@ -234,7 +233,7 @@ pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> R
             if kept.is_empty() {
                 return Err(Error::Refused(vec![format!(
                     "no moved Clusters match -l {selector} in {}",
-                    super::scope_shown(&scope)
+                    scope
                 )]));
             }
             kept
@@ -242,9 +241,20 @@ pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> R
         None => recorded,
     };
     let moved = select(recorded, &args.clusters, &whence)?;
+    let source = match source {
+        Some(cluster) => Some(Connected {
+            catalog: Catalog::discover(&cluster).await?,
+            cluster,
+        }),
+        None => None,
+    };
+    let target = Connected {
+        catalog: Catalog::discover(&target).await?,
+        cluster: target,
+    };
     let ends = Ends {
-        target,
-        source,
+        target: &target,
+        source: source.as_ref(),
         flags: settings.connection.as_flags(),
     };
     let verified = verify(&ends, &moved, args.wait.then_some(args.timeout), printer).await?;

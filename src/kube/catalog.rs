@@ -42,11 +42,52 @@ pub struct KindInfo {
     pub labels: BTreeMap<String, String>,
 }
 
+/// A CustomResourceDefinition as the commands need it: its names, versions and labels, without
+/// the schema (Cluster API's CRDs are megabytes of it).
+#[derive(Debug, Clone)]
+pub struct CrdShape {
+    pub group: String,
+    pub kind: String,
+    pub plural: String,
+    pub namespaced: bool,
+    /// The storage version, and whether it has a status subresource.
+    pub storage: Option<(String, bool)>,
+    pub served_versions: Vec<String>,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl CrdShape {
+    fn of(crd: CustomResourceDefinition) -> CrdShape {
+        let spec = crd.spec;
+        CrdShape {
+            storage: spec.versions.iter().find(|v| v.storage).map(|v| {
+                let status = v.subresources.as_ref().is_some_and(|s| s.status.is_some());
+                (v.name.clone(), status)
+            }),
+            served_versions: spec
+                .versions
+                .iter()
+                .filter(|v| v.served)
+                .map(|v| v.name.clone())
+                .collect(),
+            group: spec.group,
+            kind: spec.names.kind,
+            plural: spec.names.plural,
+            namespaced: spec.scope == "Namespaced",
+            labels: crd.metadata.labels.unwrap_or_default(),
+        }
+    }
+}
+
+/// What one end serves: the Cluster API kinds (discovery, once) and every CRD (one LIST, once),
+/// read when the command connects and handed to every step after.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     kinds: BTreeMap<(String, String), KindInfo>,
-    /// Whether the CRDs could be read (else versions are chosen by preference).
-    pub crds_read: bool,
+    crds: Vec<CrdShape>,
+    /// Why the CRDs could not be listed (403 or 404), when they could not: versions are then
+    /// chosen by preference.
+    crds_unread: Option<kube::core::Status>,
 }
 
 /// Kubernetes version priority key: GA > beta > alpha, higher numbers first.
@@ -115,10 +156,13 @@ impl Catalog {
                 })?,
         };
         let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
-        let (crd_list, crds_read) = match crds.list(&ListParams::default()).await {
-            Ok(list) => (list.items, true),
+        let (crd_list, crds_unread) = match crds.list(&ListParams::default()).await {
+            Ok(list) => (
+                list.items.into_iter().map(CrdShape::of).collect::<Vec<_>>(),
+                None,
+            ),
             Err(kube::Error::Api(status)) if status.code == 403 || status.code == 404 => {
-                (Vec::new(), false)
+                (Vec::new(), Some(*status))
             }
             Err(e) => return Err(cluster.api_error(e, "reading CustomResourceDefinitions")),
         };
@@ -136,16 +180,8 @@ impl Catalog {
         }
         let mut kinds = BTreeMap::new();
         for ((group, kind), entries) in served {
-            let crd = crd_list
-                .iter()
-                .find(|c| c.spec.group == group && c.spec.names.kind == kind);
-            let storage = crd.and_then(|c| {
-                c.spec
-                    .versions
-                    .iter()
-                    .find(|v| v.storage)
-                    .map(|v| v.name.clone())
-            });
+            let crd = crd_list.iter().find(|c| c.group == group && c.kind == kind);
+            let storage = crd.and_then(|c| c.storage.as_ref().map(|(name, _)| name.clone()));
             let mut versions: Vec<String> =
                 entries.iter().map(|(r, _)| r.version.clone()).collect();
             versions.sort_by_key(|v| priority(v));
@@ -167,9 +203,7 @@ impl Catalog {
                     resource,
                     served_versions: versions,
                     storage_version: storage,
-                    labels: crd
-                        .and_then(|c| c.metadata.labels.clone())
-                        .unwrap_or_default(),
+                    labels: crd.map(|c| c.labels.clone()).unwrap_or_default(),
                 },
             );
         }
@@ -179,7 +213,24 @@ impl Catalog {
                 install: None,
             });
         }
-        Ok(Catalog { kinds, crds_read })
+        Ok(Catalog {
+            kinds,
+            crds: crd_list,
+            crds_unread,
+        })
+    }
+
+    /// Whether the CRDs could be read (else versions are chosen by preference).
+    pub fn crds_read(&self) -> bool {
+        self.crds_unread.is_none()
+    }
+
+    /// Every CRD of the cluster, or the server's answer to listing them (403, 404).
+    pub fn crds(&self) -> std::result::Result<&[CrdShape], &kube::core::Status> {
+        match &self.crds_unread {
+            None => Ok(&self.crds),
+            Some(status) => Err(status),
+        }
     }
 
     pub fn kind(&self, group: &str, kind: &str) -> Option<&KindInfo> {

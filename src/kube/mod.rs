@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod connect;
+pub mod connected;
 pub mod lease;
 pub mod retry;
 pub mod stop;
@@ -11,4 +12,5 @@ pub const FIELD_MANAGER: &str = "kubectl-capi";
 
 pub use catalog::{Catalog, KindInfo};
 pub use connect::{Cluster, connect, read_kubeconfig};
+pub use connected::Connected;
 pub use stop::{OnCtrlC, Stop};

@@ -20,8 +20,9 @@ use super::journal::JournalFile;
 use super::namespaces::ensure_namespace;
 use super::plan::MovePlan;
 use super::progress::{Phase, Progress};
-use super::requests::{Destination, Writes, api, kind_key, params, type_of};
+use super::requests::{Writes, api, kind_key, params, type_of};
 use super::schedule::Schedule;
+use crate::kube::Connected;
 use crate::kube::Stop;
 
 /// The body to create in the target: server-owned fields cleared, owners rebuilt with the
@@ -266,7 +267,7 @@ pub struct Created {
 pub async fn create_groups(
     plan: &MovePlan,
     types: &[MoveType],
-    target: &Destination,
+    target: &Connected,
     objects: &Fresh,
     how: Creating,
     progress: &dyn Progress,
@@ -473,7 +474,7 @@ fn job<'a>(
 /// Sends one create (and its status, with `--restore-status`).
 async fn send_job<'a>(
     job: Job<'a>,
-    target: &'a Destination,
+    target: &'a Connected,
     how: &'a Creating,
     progress: &'a dyn Progress,
 ) -> CreateAnswer<'a> {
@@ -536,7 +537,7 @@ fn take_answer(
 async fn ensure_namespaces(
     plan: &MovePlan,
     types: &[MoveType],
-    target: &Destination,
+    target: &Connected,
 ) -> Result<Vec<super::namespaces::MadeNamespace>> {
     let namespaces: BTreeSet<&str> = plan
         .groups

@@ -10,14 +10,15 @@ use kube::api::DynamicObject;
 
 use super::create::{Created, Creating, Fresh, create_groups};
 use super::discover::{MoveType, list_objects_keeping};
+use super::execute::Source;
 use super::graph::{Graph, TypedObjects};
 use super::pause::set_paused;
 use super::plan::{MovePlan, plan};
 use super::preflight::Preflight;
 use super::progress::{Progress, Silent};
-use super::requests::{DEFAULT_CONCURRENCY, Destination};
-use super::run::Source;
+use super::requests::DEFAULT_CONCURRENCY;
 use crate::error::{Error, Result, yaml_problem};
+use crate::kube::Connected;
 use crate::kube::Stop;
 use crate::snapshot::{Keep, Status};
 
@@ -225,7 +226,7 @@ pub async fn backup(
 pub async fn restore(
     plan: &MovePlan,
     types: &[MoveType],
-    target: &Destination,
+    target: &Connected,
     preflight: Preflight,
     overwrite_existing: bool,
     progress: &dyn Progress,

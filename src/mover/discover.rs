@@ -2,10 +2,9 @@
 //! version) plus Secrets and ConfigMaps, in the moved namespace(s); Secrets in infrastructure
 //! providers' namespaces; ClusterClasses (and their templates) that Clusters use across namespaces.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::value::RawValue;
@@ -28,45 +27,41 @@ pub struct MoveType {
     pub status: bool,
 }
 
-pub async fn move_types(cluster: &Cluster) -> Result<Vec<MoveType>> {
-    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
-    let listed = crds
-        .list(&ListParams::default().labels(CLUSTERCTL_LABEL))
-        .await
-        .map_err(|e| {
-            cluster.api_error(
-                e,
-                &format!(
-                    "listing CustomResourceDefinitions labelled {}",
-                    crate::names::CLUSTERCTL_LABEL
-                ),
-            )
-        });
-    let list = match listed {
+/// The kinds a move reads and writes, from the CRDs the catalog listed when the end was
+/// connected: those labelled `clusterctl.cluster.x-k8s.io`, at their storage version, plus
+/// Secrets and ConfigMaps.
+pub async fn move_types(cluster: &Cluster, catalog: &Catalog) -> Result<Vec<MoveType>> {
+    let listed = catalog.crds().map_err(|status| {
+        cluster.api_error(
+            kube::Error::Api(Box::new(status.clone())),
+            &format!(
+                "listing CustomResourceDefinitions labelled {}",
+                crate::names::CLUSTERCTL_LABEL
+            ),
+        )
+    });
+    let crds = match listed {
         Err(Error::Forbidden { message }) => {
-            return Err(every_forbidden_read(cluster, message).await);
+            return Err(every_forbidden_read(cluster, catalog, message).await);
         }
         other => other?,
     };
     let mut types = Vec::new();
-    for crd in list.items {
-        let spec = &crd.spec;
-        let Some(storage) = spec.versions.iter().find(|v| v.storage) else {
+    for crd in crds
+        .iter()
+        .filter(|crd| crd.labels.contains_key(CLUSTERCTL_LABEL))
+    {
+        let Some((storage, status)) = &crd.storage else {
             continue;
         };
-        let labels: BTreeMap<String, String> = crd.metadata.labels.clone().unwrap_or_default();
-        let namespaced = spec.scope == "Namespaced";
         let resource = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(&spec.group, &storage.name, &spec.names.kind),
-            &spec.names.plural,
+            &GroupVersionKind::gvk(&crd.group, storage, &crd.kind),
+            &crd.plural,
         );
         types.push(MoveType {
-            info: TypeInfo::from_crd(&spec.group, &spec.names.kind, namespaced, &labels),
+            info: TypeInfo::from_crd(&crd.group, &crd.kind, crd.namespaced, &crd.labels),
             resource,
-            status: storage
-                .subresources
-                .as_ref()
-                .is_some_and(|s| s.status.is_some()),
+            status: *status,
         });
     }
     for (kind, resource) in core_resources() {
@@ -91,7 +86,7 @@ fn core_resources() -> [(&'static str, ApiResource); 2] {
 /// The move cannot know its kinds without the CRDs; so that the user hears of every missing read
 /// permission at once, each Cluster API kind the server serves (and Secrets, ConfigMaps) is tried
 /// with a one-object LIST.
-async fn every_forbidden_read(cluster: &Cluster, crds_denied: String) -> Error {
+async fn every_forbidden_read(cluster: &Cluster, catalog: &Catalog, crds_denied: String) -> Error {
     let mut denials = Denials::default();
     let crds = "customresourcedefinitions.apiextensions.k8s.io";
     let _ = denials.note::<()>(
@@ -100,11 +95,6 @@ async fn every_forbidden_read(cluster: &Cluster, crds_denied: String) -> Error {
             message: crds_denied,
         }),
     );
-    let catalog = match Catalog::discover(cluster).await {
-        Ok(catalog) => catalog,
-        Err(e) => return e,
-    };
-
     let core = core_resources().map(|(_, resource)| resource);
     let resources = catalog.kinds().map(|k| k.resource.clone()).chain(core);
     for resource in resources {

@@ -27,7 +27,8 @@ use super::namespaces::{
 };
 use super::pause::is_pausable;
 use super::plan::MovePlan;
-use super::requests::{DEFAULT_CONCURRENCY, Destination, api, type_of};
+use super::requests::{DEFAULT_CONCURRENCY, api, type_of};
+use crate::kube::Connected;
 
 /// Why a move cannot start: what each check finds, rendered once (in clusterctl's words where
 /// clusterctl has them).
@@ -420,7 +421,7 @@ pub async fn preflight(
     types: &[MoveType],
     objects: &[(Arc<DynamicObject>, TypeInfo)],
     source: &Cluster,
-    target: Option<&Destination>,
+    target: Option<&Connected>,
     clusters: &[ObjectRef],
     this_move: &ThisMove<'_>,
 ) -> Result<Preflight> {
@@ -615,7 +616,7 @@ fn source_checks(
 async fn served_kinds(
     plan: &MovePlan,
     types: &[MoveType],
-    target: &Destination,
+    target: &Connected,
 ) -> Result<Vec<Refusal>> {
     let mut failures = Vec::new();
     let mut checked = BTreeSet::new();
@@ -631,7 +632,7 @@ async fn served_kinds(
             Some(k) => k.served_versions.contains(&t.resource.version),
             // Kinds outside Cluster API's groups (a provider's external objects) are not in the
             // catalog: ask for their CRD.
-            None => serves_by_crd(&target.cluster, t).await?,
+            None => serves_by_crd(target, t).await?,
         };
         if !served {
             failures.push(Refusal::NotServed {
@@ -791,7 +792,17 @@ pub async fn dry_run_creates(
 }
 
 /// Whether the target has a CRD for the kind that serves the version it is stored in here.
-pub(super) async fn serves_by_crd(target: &Cluster, t: &MoveType) -> Result<bool> {
+/// From the CRDs listed when the target was connected; asked for when they could not be listed.
+pub(super) async fn serves_by_crd(target: &Connected, t: &MoveType) -> Result<bool> {
+    if let Ok(crds) = target.catalog.crds() {
+        return Ok(crds.iter().any(|crd| {
+            crd.group == t.info.group
+                && crd.plural == t.resource.plural
+                && crd.kind == t.info.kind
+                && crd.served_versions.contains(&t.resource.version)
+        }));
+    }
+    let target = &target.cluster;
     let crds: Api<CustomResourceDefinition> = Api::all(target.client.clone());
     let name = format!("{}.{}", t.resource.plural, t.info.group);
     let crd = crds

@@ -42,6 +42,10 @@ pub trait Progress: Send + Sync {
     fn done(&self, phase: Phase, object: &ObjectRef);
     /// The phase ended (every object done, or nothing to do).
     fn end(&self, phase: Phase);
+    /// A note for the user, shown where it does not break the progress drawn.
+    fn note(&self, _text: &str) {}
+    /// The move stopped: what was drawn stays as it got.
+    fn stopped(&self) {}
 }
 
 /// Reports nothing: tests and structured output.

@@ -3,22 +3,25 @@
 //! stale — the move may have been continued, finished or rolled back elsewhere — so before
 //! anything acts on one, the two are reconciled with each other and with the source.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt, stream};
 
 use super::delete::{Deleted, delete_entries};
+use super::execute::Summary;
 use super::journal::{self, Entry, Journal, JournalFile, Stage, entry_resource};
 use super::pause::{patch_paused, pausable_entries};
 use super::progress::Progress;
 use super::requests::{DEFAULT_CONCURRENCY, api, kind_key};
-use super::run::Summary;
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::kube::Stop;
+use crate::model::ClusterView;
 use crate::names::CORE_GROUP;
+use crate::ready::evaluate::UnfinishedMove;
+use crate::snapshot::Snapshot;
 
 /// What the records of a move say.
 #[derive(Debug)]
@@ -363,4 +366,63 @@ pub(super) async fn claim_unanswered_creates(
         }
     }
     journal.save().await
+}
+/// The kubectl-capi moves that paused Clusters of the snapshot and did not finish, from their
+/// journal copies (in the Clusters' namespaces and `default`), with the commands that finish
+/// and undo them — repeating the user's connection flags, so that they work when pasted.
+pub async fn unfinished_moves(
+    cluster: &Cluster,
+    snapshot: &Snapshot,
+    flags: &str,
+) -> Result<Vec<UnfinishedMove>> {
+    let paused: Vec<ClusterView> = snapshot
+        .of_kind(CORE_GROUP, "Cluster")
+        .iter()
+        .map(|c| ClusterView::read(c))
+        .filter(ClusterView::is_paused)
+        .collect();
+    if paused.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut namespaces: BTreeSet<String> = paused
+        .iter()
+        .map(|c| c.reference.namespace.clone())
+        .collect();
+    namespaces.insert("default".into());
+    let namespaces: Vec<String> = namespaces.into_iter().collect();
+    Ok(super::journal::copy::unfinished(cluster, &namespaces)
+        .await?
+        .into_iter()
+        .map(|journal| {
+            let word = crate::settings::shell_word;
+            let mut command = String::from("kubectl capi move");
+            for name in &journal.clusters {
+                command.push_str(&format!(" {}", word(name)));
+            }
+            command.push_str(flags);
+            match &journal.namespace {
+                Some(namespace) => command.push_str(&format!(" -n {}", word(namespace))),
+                None => command.push_str(" -A"),
+            }
+            if let Some(selector) = &journal.selector {
+                command.push_str(&format!(" -l {}", word(selector)));
+            }
+            if let Some(kubeconfig) = &journal.target.kubeconfig {
+                command.push_str(&format!(" --to-kubeconfig {}", word(kubeconfig)));
+            }
+            if let Some(context) = &journal.target.context {
+                command.push_str(&format!(" --to-context {}", word(context)));
+            }
+            UnfinishedMove {
+                clusters: journal
+                    .paused
+                    .iter()
+                    .filter(|r| r.kind == "Cluster" && r.group() == CORE_GROUP)
+                    .map(|r| (r.namespace.clone(), r.name.clone()))
+                    .collect(),
+                resume: format!("{command} --resume"),
+                rollback: format!("{command} --rollback"),
+            }
+        })
+        .collect())
 }

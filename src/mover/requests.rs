@@ -6,7 +6,7 @@ use kube::core::ApiResource;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::kube::{Catalog, Cluster, FIELD_MANAGER};
+use crate::kube::{Cluster, FIELD_MANAGER};
 use crate::model::ObjectRef;
 
 use super::discover::MoveType;
@@ -56,12 +56,6 @@ pub async fn uids_by_name(
 
 /// Writes in flight at once, unless `--concurrency` says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 16;
-
-/// The destination management cluster.
-pub struct Destination {
-    pub cluster: Cluster,
-    pub catalog: Catalog,
-}
 
 pub fn type_of<'a>(types: &'a [MoveType], reference: &ObjectRef) -> Option<&'a MoveType> {
     types

@@ -32,6 +32,16 @@ pub enum ListScope {
     AllNamespaces,
 }
 
+impl std::fmt::Display for ListScope {
+    /// `namespace ns`, or `any namespace` with -A.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListScope::Namespace(ns) => write!(f, "namespace {ns}"),
+            ListScope::AllNamespaces => f.write_str("any namespace"),
+        }
+    }
+}
+
 /// What to list.
 #[derive(Debug, Clone)]
 pub struct Fetch {

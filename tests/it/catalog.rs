@@ -30,7 +30,7 @@ async fn versions_are_chosen_per_resource() {
     let (server, cluster) = sandbox(Dialect::V1beta2);
     server.load(legacy_provider_crd()).unwrap();
     let catalog = Catalog::discover(&cluster).await.unwrap();
-    assert!(catalog.crds_read);
+    assert!(catalog.crds_read());
     assert_eq!(catalog.core_version(), Some("v1beta2"));
     assert_eq!(catalog.contract(), "v1beta2");
     assert_eq!(
@@ -97,7 +97,7 @@ async fn without_crd_access_v1beta2_is_still_preferred() {
     let (server, cluster) = sandbox(Dialect::V1beta2);
     server.deny("list", "customresourcedefinitions");
     let catalog = Catalog::discover(&cluster).await.unwrap();
-    assert!(!catalog.crds_read);
+    assert!(!catalog.crds_read());
     assert_eq!(catalog.core_version(), Some("v1beta2"));
 }
 

@@ -992,3 +992,41 @@ async fn one_command_freezes_waits_moves_and_releases_the_freeze_in_the_target()
         "the in-flight machine finished in the source, the third was created in the target"
     );
 }
+
+/// Each end is connected once per command: one `move --freeze --wait-ready --verify` reads each
+/// cluster's `kube-system` once, discovers it once and lists its CRDs once, however many steps
+/// (the checks before the freeze, the freeze, the wait, the move, the release, the verification)
+/// use it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_story_connects_each_end_once() {
+    let pair = Pair::start(Dialect::V1beta2, &[workload("once", 1, 1)]).await;
+    let out = pair
+        .move_(&["once", "--freeze", "--wait-ready", "--verify"])
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("once-control-plane resumed"),
+        "{}",
+        out.stderr
+    );
+    for (end, managed) in [("source", &pair.env.source), ("target", &pair.env.target)] {
+        let requests: Vec<_> = managed
+            .server
+            .requests()
+            .into_iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .collect();
+        let count = |what: &dyn Fn(&capi_sandbox::RequestRecord) -> bool| {
+            requests.iter().filter(|r| what(r)).count()
+        };
+        let kube_system =
+            count(&|r| r.resource == "namespaces" && r.name.as_deref() == Some("kube-system"));
+        let discovery = count(&|r| r.path == "/apis");
+        let crd_lists = count(&|r| r.verb == "list" && r.resource == "customresourcedefinitions");
+        assert_eq!(
+            (kube_system, discovery, crd_lists),
+            (1, 1, 1),
+            "the {end}'s kube-system, discovery and CRD list, read once each"
+        );
+    }
+}

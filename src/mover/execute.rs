@@ -20,7 +20,7 @@ use super::namespaces::{MadeNamespace, remove_namespaces};
 use super::pause::{read_when_unblocked, set_paused};
 use super::plan::{Excluded, MovePlan};
 use super::progress::Progress;
-use super::requests::Destination;
+use crate::kube::Connected;
 use crate::kube::Stop;
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,7 +96,7 @@ pub struct RunOptions {
 pub async fn run(
     plan: &MovePlan,
     source: &Source<'_>,
-    target: &Destination,
+    target: &Connected,
     options: &RunOptions,
     clusters: Vec<ObjectRef>,
     progress: &dyn Progress,

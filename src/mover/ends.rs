@@ -1,0 +1,58 @@
+//! The two ends of a move, each connected, discovered and identified once per command —
+//! refusing one cluster as both before anything else is read — and handed to every step.
+
+use super::request::{MoveRequest, clusterctl_init};
+use super::same_cluster;
+use crate::error::{Error, Result};
+use crate::kube::{Catalog, Connected, connect};
+use crate::verify::Between;
+
+/// A move's clusters: the source (for a restore, the cluster restored into) and the target
+/// when the move writes into one.
+pub struct Ends {
+    pub source: Connected,
+    pub target: Option<Connected>,
+    /// Both clusters by their `kube-system` UIDs, when there is a target.
+    pub identities: Option<Between>,
+}
+
+impl Ends {
+    /// Connects what `request` names: both ends first (a wrong `--to-context` is named before
+    /// anything is read), then their identities, then what each serves.
+    pub async fn open(request: &MoveRequest) -> Result<Ends> {
+        let source = connect(&request.source).await?;
+        let target = match &request.target {
+            Some(connection) if request.moves_between_clusters() => {
+                Some(connect(connection).await?)
+            }
+            _ => None,
+        };
+        let identities = match &target {
+            Some(target) => Some(same_cluster::ensure_distinct(&source, target).await?),
+            None => None,
+        };
+        let catalog = Catalog::discover(&source).await?;
+        let source = Connected {
+            cluster: source,
+            catalog,
+        };
+        let target = match (target, &request.target) {
+            (Some(cluster), Some(connection)) => {
+                let catalog = Catalog::discover(&cluster).await.map_err(|e| match e {
+                    Error::CapiNotInstalled { server, .. } => Error::CapiNotInstalled {
+                        server,
+                        install: Some(clusterctl_init(connection)),
+                    },
+                    other => other,
+                })?;
+                Some(Connected { cluster, catalog })
+            }
+            _ => None,
+        };
+        Ok(Ends {
+            source,
+            target,
+            identities,
+        })
+    }
+}

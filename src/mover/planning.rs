@@ -1,0 +1,225 @@
+//! The move planned from a fresh listing of the source: the named Clusters (or `-l`'s), or
+//! clusterctl's whole graph for the scope; and `--to-directory`, a backup of that plan.
+
+use std::collections::BTreeSet;
+
+use super::discover::{list_objects, move_types};
+use super::execute::Source;
+use super::graph::Graph;
+use super::journal::{self, Stage};
+use super::plan::{MovePlan, plan};
+use super::preflight::{ThisMove, preflight};
+use super::report::{plan_report, plan_text, rendered, wide_tree};
+use super::steps::{History, Move, Planned, Step};
+use crate::cli::DryRun;
+use crate::error::{Error, Result};
+use crate::model::ObjectRef;
+use crate::names::CORE_GROUP;
+use crate::output::ExitStatus;
+use crate::snapshot::ListScope;
+
+impl Move<'_> {
+    /// Lists the source and plans the move: the named Clusters, or without names clusterctl's
+    /// whole graph for the scope, with or without Clusters.
+    pub(super) async fn plan(&self, history: &History) -> Result<Step<Planned>> {
+        let types = move_types(self.source(), &self.ends.source.catalog).await?;
+        let objects = list_objects(self.source(), &types, &self.scope).await?;
+        let graph = Graph::build(&objects, self.namespace.as_deref());
+        let all_clusters: Vec<&crate::mover::graph::Node> = graph
+            .nodes
+            .values()
+            .filter(|n| {
+                !n.is_virtual()
+                    && n.reference.kind == "Cluster"
+                    && n.reference.group() == CORE_GROUP
+            })
+            .filter(|n| {
+                self.namespace
+                    .as_deref()
+                    .is_none_or(|ns| n.reference.namespace == ns)
+            })
+            .collect();
+        let scope_shown = self.scope.to_string();
+        // `-l`: the Clusters the server says match (its own selector syntax), as `pause` selects.
+        let selector = self.request.scope.selector.as_deref();
+        let matching = match selector {
+            Some(selector) => Some(self.clusters_matching(&types, selector).await?),
+            None => None,
+        };
+        let candidates: Vec<&crate::mover::graph::Node> = all_clusters
+            .iter()
+            .copied()
+            .filter(|n| matching.as_ref().is_none_or(|m| m.contains(&n.uid)))
+            .collect();
+        let (found, missing) =
+            crate::model::select_by_name(candidates.iter().copied(), &self.request.clusters, |n| {
+                n.reference.name.as_str()
+            });
+        if let (Some(selector), true) = (selector, found.is_empty() && missing.is_empty()) {
+            return Err(Error::Refused(vec![format!(
+                "no Clusters match -l {selector} in {scope_shown}; nothing was moved — list them with `kubectl get clusters.cluster.x-k8s.io{}{} --show-labels`",
+                match &self.scope {
+                    ListScope::Namespace(ns) => format!(" -n {}", crate::settings::shell_word(ns)),
+                    ListScope::AllNamespaces => " -A".to_string(),
+                },
+                self.request.source.as_flags()
+            )]));
+        }
+        let selected: BTreeSet<String> = if self.request.clusters.is_empty() && selector.is_none() {
+            BTreeSet::new()
+        } else {
+            found.iter().map(|n| n.uid.clone()).collect()
+        };
+        // A rerun after the move finished is harmless: it says so and succeeds.
+        let finished_here = || {
+            let (Some(record), Some(records)) = (&history.finished, &self.records) else {
+                return None;
+            };
+            Some(format!(
+                "the move recorded in {} finished at {} ({} objects); nothing left to move in {scope_shown}",
+                records.path.display(),
+                record.finished_at.as_deref().unwrap_or("an unknown time"),
+                record.objects.unwrap_or_default()
+            ))
+        };
+        // Whatever a finished record says: a Cluster asked for that is not there is an error.
+        if !missing.is_empty() {
+            return Err(Error::ClustersNotFound {
+                names: missing,
+                scope: match selector {
+                    Some(selector) => format!("{scope_shown} with labels matching {selector}"),
+                    None => scope_shown,
+                },
+                flags: self.request.source.as_flags(),
+            });
+        }
+        let clusters: Vec<ObjectRef> = all_clusters
+            .iter()
+            .filter(|n| selected.is_empty() || selected.contains(&n.uid))
+            .map(|n| n.reference.clone())
+            .collect();
+        let plan = plan(graph, &selected);
+        // As clusterctl: a scope with nothing to move is not an error. Nor is one whose every
+        // object stays in the source (shared or global) and is in the target already — after
+        // a finished move, say. A finished record alone never decides it.
+        let only_kept = plan
+            .scheduled
+            .iter()
+            .all(|u| plan.kept_in_source.contains(u));
+        let nothing_left =
+            plan.groups.is_empty() || (only_kept && self.all_in_target(&plan, &types).await?);
+        if nothing_left {
+            self.printer.info(
+                &finished_here().unwrap_or_else(|| format!("nothing to move in {scope_shown}")),
+            );
+            // An interrupted move with nothing left to do: its journal does not outlive it.
+            if let (Some(journal), Some(records), DryRun::None) =
+                (&history.unfinished, &self.records, self.request.dry_run)
+            {
+                let mut closed = journal.clone();
+                closed.finished_at = Some(journal::now());
+                self.journal_file(records, closed)
+                    .stage(Stage::Done)
+                    .await?;
+                self.printer.info(&format!(
+                    "the interrupted move recorded in {} had nothing left to do; its journal is closed and its copy in the source removed",
+                    records.path.display()
+                ));
+            }
+            return Ok(Step::Stop(ExitStatus::Success));
+        }
+        Ok(Step::Go(Planned {
+            types,
+            objects,
+            plan,
+            clusters,
+        }))
+    }
+
+    /// The UIDs of the Clusters in scope whose labels match `selector`, as the source answers a
+    /// LIST with it.
+    async fn clusters_matching(
+        &self,
+        types: &[crate::mover::discover::MoveType],
+        selector: &str,
+    ) -> Result<BTreeSet<String>> {
+        let Some(clusters) = types
+            .iter()
+            .find(|t| t.info.kind == "Cluster" && t.info.group == CORE_GROUP)
+        else {
+            return Ok(BTreeSet::new());
+        };
+        let listed = crate::snapshot::clusters_matching(
+            self.source(),
+            &clusters.resource,
+            &self.scope,
+            selector,
+        )
+        .await?;
+        Ok(listed.into_iter().filter_map(|c| c.metadata.uid).collect())
+    }
+
+    /// Whether every object `plan` would copy is in the target already (by name; what is
+    /// there is then reused, or refused by the preflight): the preflight's own read of what is
+    /// there, one LIST per kind and namespace. `false` without a target.
+    async fn all_in_target(
+        &self,
+        plan: &MovePlan,
+        types: &[crate::mover::discover::MoveType],
+    ) -> Result<bool> {
+        let Some(target) = &self.ends.target else {
+            return Ok(false);
+        };
+        let there = crate::mover::preflight::existing_in_target(plan, types, &target.cluster)
+            .await?
+            .len();
+        Ok(there == plan.scheduled.len())
+    }
+
+    /// `--to-directory`: a backup after the source-side checks.
+    pub(super) async fn backup(
+        &self,
+        planned: &Planned,
+        directory: &std::path::Path,
+    ) -> Result<ExitStatus> {
+        let (plan, clusters) = (&planned.plan, &planned.clusters);
+        let failures = preflight(
+            plan,
+            &planned.types,
+            &planned.objects,
+            self.source(),
+            None,
+            clusters,
+            &ThisMove::default(),
+        )
+        .await?
+        .failures;
+        let failures = rendered(&failures);
+        if !failures.is_empty() {
+            self.printer.refused(
+                "backup refused by its preflight, nothing was written:",
+                &failures,
+            );
+            return Ok(ExitStatus::Failure);
+        }
+        if self.request.dry_run != DryRun::None {
+            self.printer.data(&plan_text(
+                &plan_report(plan, clusters, Vec::new()),
+                wide_tree(plan, self.request).as_deref(),
+            ))?;
+            return Ok(ExitStatus::Success);
+        }
+        let from = Source {
+            cluster: self.source(),
+            types: &planned.types,
+            scope: &self.scope,
+        };
+        let written = crate::mover::directory::backup(plan, &from, directory).await?;
+        self.printer.data(&format!(
+            "wrote {written} objects of {} Cluster(s) to {}\n",
+            clusters.len(),
+            directory.display()
+        ))?;
+        Ok(ExitStatus::Success)
+    }
+}

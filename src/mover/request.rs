@@ -1,0 +1,336 @@
+//! What one `kubectl capi move` was asked to do, resolved once from its flags and settings: the
+//! two ends, the scope, the options, and the commands its hints name — built from the parsed
+//! flags, so that they work when pasted.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::{DryRun, MoveArgs, OutputFormat, show_duration};
+use crate::error::{Error, Result};
+use crate::model::ObjectRef;
+use crate::settings::{Connection, End, Scope, Settings, shell_word};
+
+/// A move, resolved: every later step reads these fields instead of the flags.
+#[derive(Debug, Clone)]
+pub struct MoveRequest {
+    /// The source; for a restore, the cluster restored into.
+    pub source: Connection,
+    /// The target management cluster, when `--to-kubeconfig` or `--to-context` names one.
+    pub target: Option<Connection>,
+    /// `--to-kubeconfig` and `--to-context` as given (the target's connection fills them in).
+    pub to_kubeconfig: Option<PathBuf>,
+    pub to_context: Option<String>,
+    pub to_directory: Option<PathBuf>,
+    pub from_directory: Option<PathBuf>,
+    pub scope: Scope,
+    /// The Clusters named on the command line (none: every one in scope).
+    pub clusters: Vec<String>,
+    pub dry_run: DryRun,
+    pub freeze: bool,
+    pub wait_ready: bool,
+    pub verify: bool,
+    pub verify_timeout: Duration,
+    pub resume: bool,
+    pub rollback: bool,
+    pub overwrite_existing: bool,
+    pub restore_status: bool,
+    pub timeout: Duration,
+    pub concurrency: usize,
+    /// `--journal`: where the journal is kept instead of the state directory.
+    pub journal: Option<PathBuf>,
+    pub output: OutputFormat,
+    /// When the command started: the preflight's share of a move's time counts from here.
+    pub started: std::time::Instant,
+}
+
+impl MoveRequest {
+    /// Resolves the flags, and checks what can be checked before any cluster is reached: the
+    /// target is named, the local paths can be written.
+    pub fn resolve(args: &MoveArgs, settings: &Settings) -> Result<MoveRequest> {
+        let mut source = settings.connection.clone();
+        let target = (args.to_kubeconfig.is_some() || args.to_context.is_some()).then(|| {
+            // Two ends: messages about the first one call it the source.
+            source.end = source.end.as_role("source");
+            settings.connection.other_end(
+                End::MOVE_TARGET,
+                args.to_kubeconfig.as_ref(),
+                args.to_context.as_ref(),
+            )
+        });
+        let request = MoveRequest {
+            source,
+            target,
+            to_kubeconfig: args.to_kubeconfig.clone(),
+            to_context: args.to_context.clone(),
+            to_directory: args.to_directory.clone(),
+            from_directory: args.from_directory.clone(),
+            scope: settings.scope.clone(),
+            clusters: args.clusters.clone(),
+            dry_run: args.dry_run,
+            freeze: args.freeze,
+            wait_ready: args.wait_ready,
+            verify: args.verify,
+            verify_timeout: args.verify_timeout,
+            resume: args.resume,
+            rollback: args.rollback,
+            overwrite_existing: args.overwrite_existing,
+            restore_status: args.restore_status,
+            timeout: args.timeout,
+            concurrency: usize::from(args.concurrency),
+            journal: args.journal.clone(),
+            output: settings.output,
+            started: std::time::Instant::now(),
+        };
+        if request.from_directory.is_none() {
+            request.check_local()?;
+        }
+        Ok(request)
+    }
+
+    /// The flags and local paths, before anything is read or written in a cluster.
+    fn check_local(&self) -> Result<()> {
+        if let Some(directory) = &self.to_directory {
+            super::directory::check_backup_directory(directory)?;
+        }
+        if self.target.is_some() && self.dry_run == DryRun::None {
+            super::journal::check_writable(self.journal.as_deref())?;
+        }
+        if self.target.is_none() && self.to_directory.is_none() && self.dry_run != DryRun::Client {
+            return Err(Error::Usage(
+                "please specify a target cluster using --to-kubeconfig and/or --to-context, or --to-directory (or use --dry-run)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether this command writes to a cluster the other end then reads: a move between two.
+    pub fn moves_between_clusters(&self) -> bool {
+        self.target.is_some() && self.dry_run != DryRun::Client && self.to_directory.is_none()
+    }
+
+    /// Tables and text (progress on stderr), or one document at the end.
+    pub fn structured(&self) -> bool {
+        matches!(self.output, OutputFormat::Json | OutputFormat::Yaml)
+    }
+
+    /// The command as the user would type it: the Clusters, both ends, the scope and every
+    /// option given, with `extra` flags: what a hint repeats.
+    pub fn command_line(&self, extra: &[&str]) -> String {
+        let mut command = self.named_clusters();
+        command.push_str(&self.source.as_flags());
+        command.push_str(&self.target_flags());
+        command.push_str(&self.scope.as_flags());
+        command.push_str(&self.paths_and_switches(true));
+        let defaults = MoveArgs::defaults();
+        for (flag, value, default) in [
+            ("--timeout", self.timeout, defaults.timeout),
+            (
+                "--verify-timeout",
+                self.verify_timeout,
+                defaults.verify_timeout,
+            ),
+        ] {
+            if value != default && (flag == "--timeout" || self.verify) {
+                command.push_str(&format!(" {flag} {}", show_duration(value)));
+            }
+        }
+        if self.concurrency != usize::from(defaults.concurrency) {
+            command.push_str(&format!(" --concurrency {}", self.concurrency));
+        }
+        for flag in extra {
+            command.push_str(&format!(" {flag}"));
+        }
+        command
+    }
+
+    /// What this move holds itself out as in its lease: the Clusters, the ends and what it does
+    /// (the words the lease tests and other holders' messages have always shown).
+    pub fn holder_command(&self) -> String {
+        let mut command = self.named_clusters();
+        command.push_str(&self.scope.as_flags());
+        command.push_str(&self.source.as_flags());
+        command.push_str(&self.target_flags());
+        command.push_str(&self.paths_and_switches(false));
+        command
+    }
+
+    /// `kubectl capi move` and the Clusters named.
+    fn named_clusters(&self) -> String {
+        let mut command = String::from("kubectl capi move");
+        for name in &self.clusters {
+            command.push_str(&format!(" {}", shell_word(name)));
+        }
+        command
+    }
+
+    /// The directories and the switches given; `every` adds the journal and the options that
+    /// change how the move writes.
+    fn paths_and_switches(&self, every: bool) -> String {
+        let mut flags = String::new();
+        let journal = if every { &self.journal } else { &None };
+        for (flag, path) in [
+            ("--to-directory", &self.to_directory),
+            ("--from-directory", &self.from_directory),
+            ("--journal", journal),
+        ] {
+            if let Some(path) = path {
+                flags.push_str(&format!(" {flag} {}", word(path)));
+            }
+        }
+        for (flag, given) in [
+            ("--resume", self.resume),
+            ("--rollback", self.rollback),
+            ("--freeze", self.freeze),
+            ("--wait-ready", self.wait_ready),
+            ("--verify", self.verify),
+            ("--overwrite-existing", every && self.overwrite_existing),
+            ("--restore-status", every && self.restore_status),
+        ] {
+            if given {
+                flags.push_str(&format!(" {flag}"));
+            }
+        }
+        flags
+    }
+
+    /// The command that continues this move: the same one with `--resume`.
+    pub fn resume_command(&self) -> String {
+        let mut request = self.clone();
+        (request.rollback, request.resume) = (false, false);
+        request.command_line(&["--resume"])
+    }
+
+    /// ` --to-kubeconfig K --to-context C`, as given.
+    fn target_flags(&self) -> String {
+        let mut flags = String::new();
+        if let Some(path) = &self.to_kubeconfig {
+            flags.push_str(&format!(" --to-kubeconfig {}", word(path)));
+        }
+        if let Some(context) = &self.to_context {
+            flags.push_str(&format!(" --to-context {}", shell_word(context)));
+        }
+        flags
+    }
+
+    /// The command that releases the freeze of these Clusters where `connection` points.
+    pub fn release_command(&self, connection: &Connection) -> String {
+        format!(
+            "`kubectl capi resume {}{}{}`",
+            if self.clusters.is_empty() {
+                "--all".to_string()
+            } else {
+                self.clusters.join(" ")
+            },
+            connection.as_flags(),
+            self.scope.as_flags()
+        )
+    }
+
+    /// The `kubectl capi verify` that checks this move later: the target's connection as the
+    /// main one, the source's as `--from-…`.
+    pub fn verify_command(&self, clusters: &[ObjectRef]) -> String {
+        let mut command = String::from("kubectl capi verify");
+        for cluster in clusters {
+            command.push_str(&format!(" {}", shell_word(&cluster.name)));
+        }
+        if let Some(target) = &self.target {
+            command.push_str(&target.as_flags());
+        }
+        command.push_str(&scope_flags(clusters));
+        if let Some(kubeconfig) = &self.source.kubeconfig {
+            command.push_str(&format!(" --from-kubeconfig {}", word(kubeconfig)));
+        }
+        if let Some(context) = &self.source.context {
+            command.push_str(&format!(" --from-context {}", shell_word(context)));
+        }
+        command.push_str(" --wait");
+        command
+    }
+}
+
+fn word(path: &std::path::Path) -> String {
+    shell_word(&path.to_string_lossy())
+}
+
+/// `clusterctl init` against the cluster `connection` reaches, in clusterctl's own flags.
+pub fn clusterctl_init(connection: &Connection) -> String {
+    let mut command = String::from("clusterctl init");
+    if let Some(kubeconfig) = &connection.kubeconfig {
+        command.push_str(&format!(" --kubeconfig {}", word(kubeconfig)));
+    }
+    if let Some(context) = &connection.context {
+        command.push_str(&format!(" --kubeconfig-context {}", shell_word(context)));
+    }
+    command
+}
+
+/// `-n NS` when the Clusters share one namespace, else `-A`: where a hint about them looks.
+pub fn scope_flags(clusters: &[ObjectRef]) -> String {
+    let namespaces: std::collections::BTreeSet<&str> =
+        clusters.iter().map(|c| c.namespace.as_str()).collect();
+    match namespaces.iter().collect::<Vec<_>>().as_slice() {
+        [namespace] => format!(" -n {}", shell_word(namespace)),
+        _ => " -A".to_string(),
+    }
+}
+
+/// A kubeconfig path made absolute, so that a hint read back elsewhere still finds it.
+pub fn absolute(path: Option<&PathBuf>) -> Option<String> {
+    path.map(|p| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| p.clone())
+            .display()
+            .to_string()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn request(line: &str) -> MoveRequest {
+        let words = shlex::split(line).expect("a shell line");
+        let cli = Cli::try_parse_from(std::iter::once("kubectl-capi".to_string()).chain(words))
+            .unwrap_or_else(|e| panic!("{line}: {e}"));
+        let Command::Move(args) = &cli.command else {
+            panic!("{line} is a move")
+        };
+        let settings = Settings::from_args(&cli.global).unwrap();
+        MoveRequest::resolve(args, &settings).unwrap()
+    }
+
+    /// Everything but the flag the hint adds.
+    fn same(a: &MoveRequest, b: &MoveRequest) -> String {
+        let mut a = a.clone();
+        a.started = b.started;
+        a.resume = b.resume;
+        format!("{a:?}") + "\n" + &format!("{b:?}")
+    }
+
+    #[test]
+    fn the_resume_command_is_the_same_move_with_resume_from_the_parsed_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("a journal.json");
+        let typed = format!(
+            "move w1 w2 --kubeconfig /k/source --context src -n team-a -l 'env in (prod)' --to-context 'target two' --to-kubeconfig /k/target --journal '{}' --freeze --wait-ready --verify --verify-timeout 2m --timeout 90s --concurrency 4 --restore-status --overwrite-existing",
+            journal.display()
+        );
+        let asked = request(&typed);
+        let resume = asked.resume_command();
+        let again = request(resume.strip_prefix("kubectl capi ").unwrap());
+        assert!(again.resume && !asked.resume, "{resume}");
+        let (left, right) = same(&again, &asked)
+            .split_once('\n')
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .unwrap();
+        assert_eq!(left, right, "{resume}");
+        assert_eq!(
+            request("move --context source --to-context target -n ns1").resume_command(),
+            "kubectl capi move --context source --to-context target -n ns1 --resume",
+            "nothing the user did not give"
+        );
+    }
+}
