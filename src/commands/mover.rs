@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 
 use super::reporter::Reporter;
-use crate::cli::{FreezeSelection, MoveArgs, ReadyArgs};
+use crate::cli::{MoveArgs, ReadyArgs};
 use crate::error::{Error, Result};
-use crate::freeze::apply::{DryRun, Mode};
+use crate::freeze::apply::Mode;
 use crate::freeze::plan::Action;
-use crate::kube::{Connected, OnCtrlC, Stop, lease};
+use crate::kube::{Connected, OnCtrlC, Stop};
 use crate::model::ObjectRef;
 use crate::mover::Finished;
 use crate::mover::ends::Ends;
@@ -28,7 +28,7 @@ use super::freeze::Locking;
 pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
     let request = MoveRequest::resolve(args, settings)?;
     let ends = Ends::open(&request).await?;
-    let lease = take_lease(&request, &ends).await?;
+    let lease = ends.take_lease(&request).await?;
     let stop = lease
         .as_ref()
         .map(|held| held.stop().clone())
@@ -46,22 +46,6 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
         reporter: Reporter::new(printer),
     };
     super::holding(lease, printer, story.tell()).await
-}
-
-/// The lease of the cluster this command writes to first — the source, or for a restore the
-/// cluster restored into — taken once the flags, the local paths and the two ends are checked
-/// and before anything is written. A server-side dry run only checks that no one holds it; a
-/// client-side one writes nowhere.
-async fn take_lease(request: &MoveRequest, ends: &Ends) -> Result<Option<lease::Held>> {
-    let first = &ends.source.cluster;
-    match request.dry_run {
-        DryRun::Client => Ok(None),
-        DryRun::Server => lease::ensure_free(first).await.map(|()| None),
-        DryRun::None => {
-            let command = request.holder_command();
-            Ok(Some(lease::take(first, &command, &Stop::default()).await?))
-        }
-    }
 }
 
 /// One `kubectl capi move` under its lease; `stop` is the lease's (Ctrl-C or its loss).
@@ -106,15 +90,19 @@ impl Story<'_> {
             }
             Ok(Finished::Ended(other)) => {
                 if request.freeze {
-                    self.printer
-                        .note(&format!("note: nothing was moved{}", self.still_frozen()));
+                    self.printer.note(&format!(
+                        "note: nothing was moved{}",
+                        self.request.still_frozen()
+                    ));
                 }
                 return Ok(other);
             }
             Err(e) => {
                 if request.freeze {
-                    self.printer
-                        .note(&format!("note: the move failed{}", self.still_frozen()));
+                    self.printer.note(&format!(
+                        "note: the move failed{}",
+                        self.request.still_frozen()
+                    ));
                 }
                 return Err(e);
             }
@@ -136,28 +124,6 @@ impl Story<'_> {
             print_summary(request, self.printer, &summary)?;
         }
         Ok(status)
-    }
-
-    /// `; their scaling stays frozen — …`, for notes of a story that froze and ended early.
-    fn still_frozen(&self) -> String {
-        if !self.request.freeze {
-            return String::new();
-        }
-        format!(
-            "; their scaling stays frozen — run this command again to continue, or {} to release it",
-            self.request.release_command(&self.request.source)
-        )
-    }
-
-    /// What `pause`/`resume` are asked for these Clusters.
-    fn selection(&self) -> FreezeSelection {
-        FreezeSelection {
-            clusters: self.request.clusters.clone(),
-            all: self.request.clusters.is_empty(),
-            wait: false,
-            timeout: self.request.timeout,
-            dry_run: DryRun::None,
-        }
     }
 
     /// The settings of a composed step at `end`: the user's scope, human output.
@@ -191,7 +157,7 @@ impl Story<'_> {
         if request.freeze {
             let (frozen, outcomes) = super::freeze::run_on(
                 Mode::Freeze,
-                &self.selection(),
+                &self.request.freeze_selection(),
                 (Some("kubectl capi move --freeze"), false),
                 (Locking::HeldByCaller, None),
                 (&self.ends.source, &settings),
@@ -224,7 +190,7 @@ impl Story<'_> {
                 self.printer.error(&format!(
                     "the Clusters did not become ready to move within {}{}",
                     crate::cli::show_duration(request.timeout),
-                    self.still_frozen()
+                    self.request.still_frozen()
                 ));
                 return Ok(Err(status));
             }
@@ -237,7 +203,7 @@ impl Story<'_> {
         let count = froze.len();
         let (status, _) = super::freeze::run_on(
             Mode::Resume,
-            &self.selection(),
+            &self.request.freeze_selection(),
             (None, false),
             (Locking::HeldByCaller, Some(froze)),
             (&self.ends.source, &self.step_settings(&self.request.source)),
@@ -263,7 +229,7 @@ impl Story<'_> {
         };
         let released = super::freeze::run(
             Mode::Resume,
-            &self.selection(),
+            &self.request.freeze_selection(),
             (None, false),
             Locking::Take,
             (target, &self.step_settings(connection)),
@@ -325,49 +291,5 @@ impl Story<'_> {
         }
         summary.verification = Some(verified.report);
         Ok(verified.status)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::GlobalArgs;
-
-    fn target_connection(args: &MoveArgs, settings: &Settings) -> crate::settings::Connection {
-        let args = MoveArgs {
-            dry_run: DryRun::Server,
-            ..args.clone()
-        };
-        MoveRequest::resolve(&args, settings)
-            .unwrap()
-            .target
-            .unwrap()
-    }
-
-    #[test]
-    fn hints_for_the_target_name_its_own_kubeconfig_and_context() {
-        let settings = Settings::from_args(&GlobalArgs {
-            context: Some("source".into()),
-            as_user: Some("ops".into()),
-            ..GlobalArgs::default()
-        })
-        .unwrap();
-        let to_file = MoveArgs {
-            to_kubeconfig: Some("/k/target".into()),
-            ..MoveArgs::default()
-        };
-        assert_eq!(
-            target_connection(&to_file, &settings).as_flags(),
-            " --kubeconfig /k/target --as ops",
-            "the target file's current context; never a placeholder"
-        );
-        let to_context = MoveArgs {
-            to_context: Some("target two".into()),
-            ..MoveArgs::default()
-        };
-        assert_eq!(
-            target_connection(&to_context, &settings).as_flags(),
-            " --context 'target two' --as ops"
-        );
     }
 }

@@ -3,8 +3,9 @@
 
 use super::request::{MoveRequest, clusterctl_init};
 use super::same_cluster;
+use crate::cli::DryRun;
 use crate::error::{Error, Result};
-use crate::kube::{Catalog, Connected, connect};
+use crate::kube::{Catalog, Connected, Stop, connect, lease};
 use crate::verify::Between;
 
 /// A move's clusters: the source (for a restore, the cluster restored into) and the target
@@ -54,5 +55,21 @@ impl Ends {
             target,
             identities,
         })
+    }
+
+    /// The lease of the cluster this command writes to first — the source, or for a restore the
+    /// cluster restored into — taken once the flags, the local paths and the two ends are checked
+    /// and before anything is written. A server-side dry run only checks that no one holds it; a
+    /// client-side one writes nowhere.
+    pub async fn take_lease(&self, request: &MoveRequest) -> Result<Option<lease::Held>> {
+        let first = &self.source.cluster;
+        match request.dry_run {
+            DryRun::Client => Ok(None),
+            DryRun::Server => lease::ensure_free(first).await.map(|()| None),
+            DryRun::None => {
+                let command = request.holder_command();
+                Ok(Some(lease::take(first, &command, &Stop::default()).await?))
+            }
+        }
     }
 }

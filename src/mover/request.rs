@@ -212,6 +212,28 @@ impl MoveRequest {
         flags
     }
 
+    /// What `pause` and `resume` are asked for these Clusters inside the move.
+    pub fn freeze_selection(&self) -> crate::cli::FreezeSelection {
+        crate::cli::FreezeSelection {
+            clusters: self.clusters.clone(),
+            all: self.clusters.is_empty(),
+            wait: false,
+            timeout: self.timeout,
+            dry_run: DryRun::None,
+        }
+    }
+
+    /// `; their scaling stays frozen — …`, for notes of a `--freeze` that ended early.
+    pub fn still_frozen(&self) -> String {
+        if !self.freeze {
+            return String::new();
+        }
+        format!(
+            "; their scaling stays frozen — run this command again to continue, or {} to release it",
+            self.release_command(&self.source)
+        )
+    }
+
     /// The command that releases the freeze of these Clusters where `connection` points.
     pub fn release_command(&self, connection: &Connection) -> String {
         format!(
@@ -289,7 +311,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::cli::{Cli, Command};
+    use crate::cli::{Cli, Command, GlobalArgs};
 
     fn request(line: &str) -> MoveRequest {
         let words = shlex::split(line).expect("a shell line");
@@ -331,6 +353,44 @@ mod tests {
             request("move --context source --to-context target -n ns1").resume_command(),
             "kubectl capi move --context source --to-context target -n ns1 --resume",
             "nothing the user did not give"
+        );
+    }
+
+    fn target_connection(args: &MoveArgs, settings: &Settings) -> Connection {
+        let args = MoveArgs {
+            dry_run: DryRun::Server,
+            ..args.clone()
+        };
+        MoveRequest::resolve(&args, settings)
+            .unwrap()
+            .target
+            .unwrap()
+    }
+
+    #[test]
+    fn hints_for_the_target_name_its_own_kubeconfig_and_context() {
+        let settings = Settings::from_args(&GlobalArgs {
+            context: Some("source".into()),
+            as_user: Some("ops".into()),
+            ..GlobalArgs::default()
+        })
+        .unwrap();
+        let to_file = MoveArgs {
+            to_kubeconfig: Some("/k/target".into()),
+            ..MoveArgs::default()
+        };
+        assert_eq!(
+            target_connection(&to_file, &settings).as_flags(),
+            " --kubeconfig /k/target --as ops",
+            "the target file's current context; never a placeholder"
+        );
+        let to_context = MoveArgs {
+            to_context: Some("target two".into()),
+            ..MoveArgs::default()
+        };
+        assert_eq!(
+            target_connection(&to_context, &settings).as_flags(),
+            " --context 'target two' --as ops"
         );
     }
 }
