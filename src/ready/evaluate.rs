@@ -4,7 +4,6 @@
 use std::collections::BTreeSet;
 
 use kube::api::DynamicObject;
-use serde::Serialize;
 
 use crate::model::{
     ClusterClassView, ClusterView, HealthCheckView, MachineView, ObjectRef, ScalerKind, ScalerView,
@@ -16,131 +15,9 @@ use crate::names::{
 use crate::settings::shell_word;
 use crate::snapshot::Snapshot;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CheckStatus {
-    Fail,
-    Warn,
-    Info,
-    Pass,
-}
-
-impl CheckStatus {
-    /// A failure when `fail`, else a warning: for findings whose weight depends on an option or
-    /// on a deliberate freeze.
-    pub fn fail_or_warn(fail: bool) -> CheckStatus {
-        if fail {
-            CheckStatus::Fail
-        } else {
-            CheckStatus::Warn
-        }
-    }
-
-    pub fn word(self) -> &'static str {
-        match self {
-            CheckStatus::Pass => "pass",
-            CheckStatus::Fail => "fail",
-            CheckStatus::Warn => "warn",
-            CheckStatus::Info => "info",
-        }
-    }
-}
-
-/// One finding about one object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Check {
-    /// A stable identifier of the check (e.g. `machine-node`), documented in the README.
-    pub check: &'static str,
-    pub status: CheckStatus,
-    pub object: ObjectRef,
-    pub message: String,
-}
-
-/// A scaler (or health check) carrying `cluster.x-k8s.io/paused`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Frozen {
-    #[serde(flatten)]
-    pub object: ObjectRef,
-    /// `Paused=True` reported (`None`: the controller reports no Paused condition at all).
-    pub acknowledged: Option<bool>,
-    /// Frozen by `kubectl capi pause` (its marker annotation is present).
-    pub by_kubectl_capi: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineCount {
-    pub total: usize,
-    pub with_node: usize,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterReport {
-    pub namespace: String,
-    pub name: String,
-    pub ready: bool,
-    pub machines: MachineCount,
-    pub frozen: Vec<Frozen>,
-    pub checks: Vec<Check>,
-    #[serde(skip)]
-    pub control_plane: Option<(usize, i64)>,
-    #[serde(skip)]
-    pub workers: (usize, i64),
-    #[serde(skip)]
-    pub paused: bool,
-}
-
-impl ClusterReport {
-    /// The first blocking reason, as the table's REASON column shows it.
-    pub fn reason(&self) -> Option<&str> {
-        self.checks
-            .iter()
-            .find(|c| c.status == CheckStatus::Fail)
-            .map(|c| c.message.as_str())
-    }
-
-    pub fn warnings(&self) -> usize {
-        self.checks
-            .iter()
-            .filter(|c| c.status == CheckStatus::Warn)
-            .count()
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Report {
-    pub api_version: &'static str,
-    pub kind: &'static str,
-    pub ready: bool,
-    pub clusters: Vec<ClusterReport>,
-}
-
-/// What to evaluate and how strictly.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    /// Only these Clusters (namespace, name); all in the snapshot when empty.
-    pub clusters: Vec<(String, String)>,
-    /// Node health problems block instead of warning.
-    pub strict: bool,
-    /// Moves that paused Clusters here and did not finish, read from their journals.
-    pub unfinished_moves: Vec<UnfinishedMove>,
-    /// The user's connection flags (` --context c`), repeated in every suggested command.
-    pub flags: String,
-}
-
-/// A kubectl-capi move that paused Clusters and stopped before it finished: the paused
-/// Cluster's next step is to finish or undo the move, not to unpause it.
-#[derive(Debug, Clone, Default)]
-pub struct UnfinishedMove {
-    /// The Clusters it paused (namespace, name).
-    pub clusters: Vec<(String, String)>,
-    /// The commands that finish and undo it, as the user would type them.
-    pub resume: String,
-    pub rollback: String,
-}
+pub use super::report::{
+    Check, CheckStatus, ClusterReport, Frozen, MachineCount, Options, Report, UnfinishedMove,
+};
 
 fn scaler_kind(object: &DynamicObject) -> Option<ScalerKind> {
     let types = object.types.as_ref()?;

@@ -2,6 +2,7 @@
 
 pub mod evaluate;
 pub mod render;
+pub mod report;
 pub mod wait;
 
 pub use evaluate::{CheckStatus, Options, evaluate};

@@ -436,6 +436,64 @@ fn verify_cluster(
     }
 
     let machine_failures_from = failed.len();
+    let scaled_up = machines_adopted(moved, target, &mut failed);
+    infrastructure_machines_kept(moved, target, &mut failed);
+
+    // What the target does to its Machines goes on until stopped: the first such failure says
+    // how (once, not on every line).
+    if let Some(first) = failed.get_mut(machine_failures_from) {
+        first.push_str(&format!(" — {pause_hint}"));
+    }
+
+    replicas_kept(
+        moved,
+        target,
+        cluster_in_target,
+        (&mut failed, &mut pending),
+    );
+
+    let left_in_source = source.map_or_else(Vec::new, |source| left_in(source, moved));
+    if !left_in_source.is_empty() {
+        failed.push(format!(
+            "still in the source: {} — run the move again with --resume to finish deleting",
+            left_in_source.join(", ")
+        ));
+    }
+
+    let verified = failed.is_empty() && pending.is_empty();
+    let workers = moved.machines.len() - moved.control_plane_machines;
+    let new = match scaled_up {
+        0 => String::new(),
+        n => format!(", {n} new from the scale-up pending at the move"),
+    };
+    let summary = if verified {
+        format!(
+            "{} verified: {} control-plane + {workers} worker Machines adopted{new}, {healthy_as}",
+            moved.cluster.kubectl_name(),
+            moved.control_plane_machines
+        )
+    } else {
+        format!(
+            "{} not verified: {} failed, {} pending",
+            moved.cluster.kubectl_name(),
+            failed.len(),
+            pending.len()
+        )
+    };
+    ClusterVerification {
+        summary,
+        cluster: moved.cluster.clone(),
+        verified,
+        failed,
+        pending,
+        kept_in_source: moved.kept_in_source.clone(),
+    }
+}
+
+/// The moved Cluster's Machines in the target: each adopted (same providerID), none deleted,
+/// none created beyond the scale-ups pending at the move. Returns how many were created by those.
+fn machines_adopted(moved: &MovedCluster, target: &Snapshot, failed: &mut Vec<String>) -> usize {
+    let (namespace, name) = (&moved.cluster.namespace, &moved.cluster.name);
     let machines_now: Vec<&std::sync::Arc<DynamicObject>> = target
         .of_cluster(CORE_GROUP, "Machine", namespace, name)
         .collect();
@@ -483,6 +541,12 @@ fn verify_cluster(
         ));
     }
 
+    scaled_up
+}
+
+/// The infrastructure machines keep their providerIDs in the target.
+fn infrastructure_machines_kept(moved: &MovedCluster, target: &Snapshot, failed: &mut Vec<String>) {
+    let namespace = &moved.cluster.namespace;
     for (key, before) in &moved.infrastructure_machines {
         let Some((kind, infra)) = key.split_once(' ') else {
             continue;
@@ -501,13 +565,15 @@ fn verify_cluster(
             Some(_) => {}
         }
     }
+}
 
-    // What the target does to its Machines goes on until stopped: the first such failure says
-    // how (once, not on every line).
-    if let Some(first) = failed.get_mut(machine_failures_from) {
-        first.push_str(&format!(" — {pause_hint}"));
-    }
-
+/// The scalers report the replicas they had at the move (or those they were scaling to).
+fn replicas_kept(
+    moved: &MovedCluster,
+    target: &Snapshot,
+    cluster_in_target: Option<std::sync::Arc<DynamicObject>>,
+    (failed, pending): (&mut Vec<String>, &mut Vec<String>),
+) {
     let in_target = cluster_in_target.map(|o| ClusterView::read(&o));
     let control_plane = in_target.as_ref().and_then(control_plane_name);
     let replicas_now: BTreeMap<String, Option<i64>> =
@@ -529,43 +595,6 @@ fn verify_cluster(
             }
             Some(_) => {}
         }
-    }
-
-    let left_in_source = source.map_or_else(Vec::new, |source| left_in(source, moved));
-    if !left_in_source.is_empty() {
-        failed.push(format!(
-            "still in the source: {} — run the move again with --resume to finish deleting",
-            left_in_source.join(", ")
-        ));
-    }
-
-    let verified = failed.is_empty() && pending.is_empty();
-    let workers = moved.machines.len() - moved.control_plane_machines;
-    let new = match scaled_up {
-        0 => String::new(),
-        n => format!(", {n} new from the scale-up pending at the move"),
-    };
-    let summary = if verified {
-        format!(
-            "{} verified: {} control-plane + {workers} worker Machines adopted{new}, {healthy_as}",
-            moved.cluster.kubectl_name(),
-            moved.control_plane_machines
-        )
-    } else {
-        format!(
-            "{} not verified: {} failed, {} pending",
-            moved.cluster.kubectl_name(),
-            failed.len(),
-            pending.len()
-        )
-    };
-    ClusterVerification {
-        summary,
-        cluster: moved.cluster.clone(),
-        verified,
-        failed,
-        pending,
-        kept_in_source: moved.kept_in_source.clone(),
     }
 }
 

@@ -447,8 +447,6 @@ const STILL_TOO_LONG: &[&str] = &[
     "crate::mover::delete::delete_entries",
     "crate::mover::discover::list_objects_keeping",
     "crate::mover::execute::run",
-    "src/ready/evaluate.rs",
-    "crate::verify::verify_cluster",
     "sandbox/src/apiserver/handler.rs",
     "crate::apiserver::handler::serve",
     "crate::apiserver::handler::execute",
