@@ -155,6 +155,59 @@ fn kubeconfig_flags(connection: &Connection) -> String {
         .unwrap_or_default()
 }
 
+/// A server without scheme or host would make the HTTP client panic: said here instead.
+fn check_server_url(
+    config: &kube::Config,
+    files: &str,
+    cluster_name: Option<&str>,
+    end: End,
+) -> Result<()> {
+    if config.cluster_url.scheme().is_none() || config.cluster_url.host().is_none() {
+        let server = config.cluster_url.to_string();
+        return Err(Error::Kubeconfig {
+            problem: format!(
+                "{files}: cluster \"{}\" has server \"{server}\", which is not a URL (it needs a scheme and a host); write it as \"https://{}\" (http:// for a server without TLS)",
+                cluster_name.unwrap_or_default(),
+                server.trim_start_matches("//")
+            ),
+            flag: end.kubeconfig_flag,
+        });
+    }
+    Ok(())
+}
+
+/// The connection flags and the plugin's own settings applied to a client's config; returns
+/// how long one request may wait for an answer.
+fn apply_connection_flags(
+    config: &mut kube::Config,
+    connection: &Connection,
+) -> std::time::Duration {
+    // Exactly one retry layer, the plugin's own: kube's would retry some statuses itself.
+    config.default_retry = false;
+    // Servers derive the field manager from the User-Agent: writes show up as kubectl-capi's.
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(USER_AGENT),
+    ));
+    if connection.insecure_skip_tls_verify {
+        config.accept_invalid_certs = true;
+    }
+    // Each attempt waits at most the request timeout for an answer (the retry layer bounds it);
+    // reads of a body keep kube's own long timeout, so that quiet watches stay open.
+    let request_timeout = connection
+        .request_timeout
+        .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+    config.connect_timeout = Some(request_timeout);
+    config.write_timeout = Some(request_timeout);
+    if let Some(user) = &connection.as_user {
+        config.auth_info.impersonate = Some(user.clone());
+    }
+    if !connection.as_groups.is_empty() {
+        config.auth_info.impersonate_groups = Some(connection.as_groups.clone());
+    }
+    request_timeout
+}
+
 /// Reads the kubeconfig (`--kubeconfig`, else `KUBECONFIG` merged like kubectl, else
 /// `~/.kube/config`) and builds a client with the connection flags applied.
 pub async fn connect(connection: &Connection) -> Result<Cluster> {
@@ -217,41 +270,8 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
                 flag: end.kubeconfig_flag,
             },
         })?;
-    // A server without scheme or host would make the HTTP client panic: said here instead.
-    if config.cluster_url.scheme().is_none() || config.cluster_url.host().is_none() {
-        let server = config.cluster_url.to_string();
-        return Err(Error::Kubeconfig {
-            problem: format!(
-                "{files}: cluster \"{}\" has server \"{server}\", which is not a URL (it needs a scheme and a host); write it as \"https://{}\" (http:// for a server without TLS)",
-                cluster_name.unwrap_or_default(),
-                server.trim_start_matches("//")
-            ),
-            flag: end.kubeconfig_flag,
-        });
-    }
-    // Exactly one retry layer, the plugin's own: kube's would retry some statuses itself.
-    config.default_retry = false;
-    // Servers derive the field manager from the User-Agent: writes show up as kubectl-capi's.
-    config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_static(USER_AGENT),
-    ));
-    if connection.insecure_skip_tls_verify {
-        config.accept_invalid_certs = true;
-    }
-    // Each attempt waits at most the request timeout for an answer (the retry layer bounds it);
-    // reads of a body keep kube's own long timeout, so that quiet watches stay open.
-    let request_timeout = connection
-        .request_timeout
-        .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
-    config.connect_timeout = Some(request_timeout);
-    config.write_timeout = Some(request_timeout);
-    if let Some(user) = &connection.as_user {
-        config.auth_info.impersonate = Some(user.clone());
-    }
-    if !connection.as_groups.is_empty() {
-        config.auth_info.impersonate_groups = Some(connection.as_groups.clone());
-    }
+    check_server_url(&config, &files, cluster_name.as_deref(), end)?;
+    let request_timeout = apply_connection_flags(&mut config, connection);
     let url = config
         .cluster_url
         .to_string()

@@ -229,48 +229,8 @@ pub async fn take(cluster: &Cluster, command: &str, stop: &Stop) -> Result<Held>
                     )]));
                 }
                 Found::Abandoned { holder, renewed } => {
-                    let transitions = found
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.lease_transitions)
-                        .unwrap_or(0);
-                    let takeover = json!({
-                        "metadata": {
-                            "resourceVersion": found.metadata.resource_version,
-                            "annotations": {LEASE_HOLDER_ANNOTATION: holder_text},
-                        },
-                        "spec": {
-                            "holderIdentity": identity,
-                            "leaseDurationSeconds": seconds,
-                            "acquireTime": micro_now(),
-                            "renewTime": micro_now(),
-                            "leaseTransitions": transitions + 1,
-                        },
-                    });
-                    let taken = api
-                        .patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&takeover))
-                        .await
-                        .map_err(|e| match e {
-                            kube::Error::Api(s) if s.code == 409 || s.code == 404 => {
-                                Error::Refused(vec![format!(
-                                    "another command took the abandoned lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} at the same moment as this one; run this command again to see who holds it",
-                                    cluster.url
-                                )])
-                            }
-                            other => forbidden_hint(cluster, other, "taking over"),
-                        })?;
-                    let who = holder.map_or_else(
-                        || "a holder that left no annotation".to_string(),
-                        |h| h.describe(),
-                    );
-                    let when = renewed.map_or_else(|| "never".to_string(), |t| t.to_string());
-                    (
-                        taken,
-                        Some(format!(
-                            "took over the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} from {who}: it was last renewed at {when}, longer ago than its duration",
-                            cluster.url
-                        )),
-                    )
+                    let this = (identity.as_str(), holder_text.as_str(), seconds);
+                    take_over(cluster, &found, (holder, renewed), this).await?
                 }
             }
         }
@@ -296,6 +256,60 @@ pub async fn take(cluster: &Cluster, command: &str, stop: &Stop) -> Result<Held>
         stop: stop.clone(),
         took_over,
     })
+}
+
+/// Takes over a lease whose holder stopped renewing it for longer than its duration, with a
+/// resourceVersion-conditioned patch: of two commands doing so at once, one gets it. Returns the
+/// lease and the note that says whom it was taken from.
+async fn take_over(
+    cluster: &Cluster,
+    found: &Lease,
+    (holder, renewed): (Option<Holder>, Option<jiff::Timestamp>),
+    (identity, holder_text, seconds): (&str, &str, i32),
+) -> Result<(Lease, Option<String>)> {
+    let api = leases(cluster);
+    let transitions = found
+        .spec
+        .as_ref()
+        .and_then(|s| s.lease_transitions)
+        .unwrap_or(0);
+    let takeover = json!({
+        "metadata": {
+            "resourceVersion": found.metadata.resource_version,
+            "annotations": {LEASE_HOLDER_ANNOTATION: holder_text},
+        },
+        "spec": {
+            "holderIdentity": identity,
+            "leaseDurationSeconds": seconds,
+            "acquireTime": micro_now(),
+            "renewTime": micro_now(),
+            "leaseTransitions": transitions + 1,
+        },
+    });
+    let taken = api
+            .patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&takeover))
+            .await
+            .map_err(|e| match e {
+                kube::Error::Api(s) if s.code == 409 || s.code == 404 => {
+                    Error::Refused(vec![format!(
+                        "another command took the abandoned lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} at the same moment as this one; run this command again to see who holds it",
+                        cluster.url
+                    )])
+                }
+                other => forbidden_hint(cluster, other, "taking over"),
+            })?;
+    let who = holder.map_or_else(
+        || "a holder that left no annotation".to_string(),
+        |h| h.describe(),
+    );
+    let when = renewed.map_or_else(|| "never".to_string(), |t| t.to_string());
+    Ok((
+        taken,
+        Some(format!(
+            "took over the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} from {who}: it was last renewed at {when}, longer ago than its duration",
+            cluster.url
+        )),
+    ))
 }
 
 /// Renews the Lease every quarter of its duration. A renewal that finds the Lease changed

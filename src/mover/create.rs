@@ -279,30 +279,10 @@ pub async fn create_groups(
         frozen: Vec::new(),
     };
     progress.begin(Phase::Create, plan.groups.iter().map(Vec::len).sum());
-    let made = ensure_namespaces(plan, types, target).await?;
-    if let Some(journal) = journal.as_deref_mut()
-        && !made.is_empty()
-    {
-        journal
-            .journal
-            .made_namespaces
-            .extend(
-                made.into_iter()
-                    .map(|m| super::journal::MadeNamespaceRecord {
-                        name: m.name,
-                        uid: m.uid,
-                    }),
-            );
-        journal.save().await?;
-    }
+    make_namespaces(plan, types, target, journal.as_deref_mut()).await?;
     let mut schedule = Schedule::creates(plan);
     // Group 0 is marked as sent before this step (with the stage that starts it).
-    let group_of: HashMap<&str, usize> = plan
-        .groups
-        .iter()
-        .enumerate()
-        .flat_map(|(index, group)| group.iter().map(move |uid| (uid.as_str(), index)))
-        .collect();
+    let group_of = plan.group_by_uid();
     let mut marked_through = 0usize;
     let mut to_mark: Vec<String> = schedule.take_ready();
     let mut queue: VecDeque<String> = VecDeque::new();
@@ -389,6 +369,30 @@ pub async fn create_groups(
     schedule.check_finished("creating in the target")?;
     progress.end(Phase::Create);
     Ok(created)
+}
+
+/// The namespaces the objects go into, made in the target where missing, and journalled: a
+/// rollback removes them again.
+async fn make_namespaces(
+    plan: &MovePlan,
+    types: &[MoveType],
+    target: &Connected,
+    journal: Option<&mut JournalFile>,
+) -> Result<()> {
+    let made = ensure_namespaces(plan, types, target).await?;
+    if let Some(journal) = journal
+        && !made.is_empty()
+    {
+        let records = made
+            .into_iter()
+            .map(|m| super::journal::MadeNamespaceRecord {
+                name: m.name,
+                uid: m.uid,
+            });
+        journal.journal.made_namespaces.extend(records);
+        journal.save().await?;
+    }
+    Ok(())
 }
 
 /// One create to send: its body (its owners' target UIDs filled in), and how to treat an

@@ -190,31 +190,9 @@ pub(super) async fn delete_entries(
         count: 0,
         skipped: Vec::new(),
     };
-    // (group, source UID, owners) of what is left to delete, descending groups: leaves first.
-    let mut work: Vec<(usize, String, Vec<String>)> = journal
-        .journal
-        .entries
-        .iter()
-        .filter(|e| pending(e).is_some())
-        .map(|e| (e.group, e.uid.clone(), e.owners.clone()))
-        .collect();
-    work.sort_by_key(|w| std::cmp::Reverse(w.0));
-    let groups = work
-        .iter()
-        .map(|w| w.0)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    let save_every = (work.len() / groups.max(1)).max(concurrency);
-    progress.begin(Phase::Delete, work.len());
+    let (batches, total, save_every) = batches_to_delete(&journal.journal, &pending, concurrency);
+    progress.begin(Phase::Delete, total);
     let mut checked_groups = std::collections::BTreeSet::new();
-    // A journal from before entries carried their owners: group by group, as it was planned.
-    let batches: Vec<Vec<_>> = if journal.journal.owners_recorded {
-        vec![work]
-    } else {
-        work.chunk_by(|a, b| a.0 == b.0)
-            .map(<[_]>::to_vec)
-            .collect()
-    };
     for batch in batches {
         let mut schedule =
             Schedule::deletes(batch.into_iter().map(|(_, uid, owners)| (uid, owners)));
@@ -307,6 +285,41 @@ pub(super) async fn delete_entries(
     }
     progress.end(Phase::Delete);
     Ok(deleted)
+}
+
+/// Deletes to do together: (group, source UID, owners) each.
+type Batches = Vec<Vec<(usize, String, Vec<String>)>>;
+
+/// What is left to delete — descending groups: leaves first — in batches (one, or per group for
+/// a journal from before entries carried their owners), how many in all, and how many deletes
+/// between two saves of the journal (about a plan group's worth).
+fn batches_to_delete(
+    journal: &super::journal::Journal,
+    pending: &impl Fn(&Entry) -> Option<String>,
+    concurrency: usize,
+) -> (Batches, usize, usize) {
+    let mut work: Vec<(usize, String, Vec<String>)> = journal
+        .entries
+        .iter()
+        .filter(|e| pending(e).is_some())
+        .map(|e| (e.group, e.uid.clone(), e.owners.clone()))
+        .collect();
+    work.sort_by_key(|w| std::cmp::Reverse(w.0));
+    let groups = work
+        .iter()
+        .map(|w| w.0)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let total = work.len();
+    let save_every = (total / groups.max(1)).max(concurrency);
+    let batches = if journal.owners_recorded {
+        vec![work]
+    } else {
+        work.chunk_by(|a, b| a.0 == b.0)
+            .map(<[_]>::to_vec)
+            .collect()
+    };
+    (batches, total, save_every)
 }
 
 /// Checks that the copies in `target` of the originals of plan group `group` still about to be

@@ -145,33 +145,8 @@ pub async fn list_objects_keeping(
     scope: &ListScope,
     keep: impl Fn(&MoveType) -> Keep,
 ) -> Result<(TypedObjects, ManagedFields)> {
-    let mut out: Vec<(Arc<DynamicObject>, TypeInfo)> = Vec::new();
-    let mut managed_fields = ManagedFields::new();
+    let mut found = Gathered::default();
     let mut denials = Denials::default();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    let mut push =
-        |listed: Listed, info: &TypeInfo, out: &mut Vec<(Arc<DynamicObject>, TypeInfo)>| {
-            let Listed {
-                object,
-                managed_fields: managed,
-            } = listed;
-            // The tool's own records — a move's journal copy, a moved Cluster's verification
-            // record — are never part of a move.
-            if is_journal_copy(&object) || crate::verify::MovedCluster::is_record(&object) {
-                return;
-            }
-            let uid = object.metadata.uid.clone().unwrap_or_default();
-            if seen.insert(uid.clone()) {
-                if let Some(managed) = managed {
-                    managed_fields.insert(uid, managed);
-                }
-                out.push((Arc::new(object), info.clone()));
-            }
-        };
-    let fetched = |object: DynamicObject| Listed {
-        object,
-        managed_fields: None,
-    };
     for t in types {
         let api: Api<DynamicObject> = match (scope, t.info.namespaced) {
             (ListScope::Namespace(ns), true) => {
@@ -187,24 +162,10 @@ pub async fn list_objects_keeping(
             keep(t),
         );
         for listed in denials.note(&qualified(&t.resource), listed.await)? {
-            push(listed, &t.info, &mut out);
+            found.push(listed, &t.info);
         }
     }
-    // Global identities' credentials live in the infrastructure providers' namespaces.
-    let provider_resource = crate::kube::catalog::provider_resource();
-    let providers: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &provider_resource);
-    // A cluster that does not serve the inventory has none; a read that fails is not "none".
-    let inventory = match providers.list(&ListParams::default()).await {
-        Ok(list) => Ok(list.items),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
-        Err(e) => Err(cluster.api_error(e, "listing the Provider inventory")),
-    };
-    let provider_namespaces: BTreeSet<String> = denials
-        .note(&qualified(&provider_resource), inventory)?
-        .iter()
-        .filter(|p| p.data["type"] == "InfrastructureProvider")
-        .filter_map(|p| p.metadata.namespace.clone())
-        .collect();
+    let provider_namespaces = infrastructure_namespaces(cluster, &mut denials).await?;
     if let ListScope::Namespace(moved) = scope {
         let secret = types
             .iter()
@@ -221,65 +182,131 @@ pub async fn list_objects_keeping(
                 keep(secret),
             );
             for listed in denials.note(&qualified(&secret.resource), listed.await)? {
-                push(listed, &secret.info, &mut out);
+                found.push(listed, &secret.info);
             }
         }
-        // ClusterClasses used across namespaces, and their templates.
-        let classes: Vec<(String, String)> = out
-            .iter()
-            .filter(|(o, i)| {
-                i.group == CORE_GROUP
-                    && i.kind == "Cluster"
-                    && o.metadata.namespace.as_deref() == Some(moved.as_str())
-            })
-            .filter_map(|(o, _)| ClusterView::read(o).topology_class)
-            .filter_map(|(ns, name)| ns.filter(|ns| ns != moved).map(|ns| (ns, name)))
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        for (namespace, name) in classes {
-            let Some(cc_type) = types
+        classes_across_namespaces(cluster, types, moved, &mut found).await?;
+    }
+    denials.check()?;
+    Ok((found.objects, found.managed_fields))
+}
+
+/// What the listing gathered: each object once (by UID), with its managedFields kept apart.
+#[derive(Default)]
+struct Gathered {
+    objects: Vec<(Arc<DynamicObject>, TypeInfo)>,
+    managed_fields: ManagedFields,
+    seen: BTreeSet<String>,
+}
+
+impl Gathered {
+    fn push(&mut self, listed: Listed, info: &TypeInfo) {
+        let Listed {
+            object,
+            managed_fields,
+        } = listed;
+        // The tool's own records — a move's journal copy, a moved Cluster's verification
+        // record — are never part of a move.
+        if is_journal_copy(&object) || crate::verify::MovedCluster::is_record(&object) {
+            return;
+        }
+        let uid = object.metadata.uid.clone().unwrap_or_default();
+        if self.seen.insert(uid.clone()) {
+            if let Some(managed) = managed_fields {
+                self.managed_fields.insert(uid, managed);
+            }
+            self.objects.push((Arc::new(object), info.clone()));
+        }
+    }
+
+    /// An object read whole (its managedFields travel inline).
+    fn push_fetched(&mut self, object: DynamicObject, info: &TypeInfo) {
+        let listed = Listed {
+            object,
+            managed_fields: None,
+        };
+        self.push(listed, info);
+    }
+}
+
+/// The namespaces of the infrastructure providers (from the Provider inventory): global
+/// identities' credentials live there. A cluster that does not serve the inventory has none; a
+/// read that fails is not "none".
+async fn infrastructure_namespaces(
+    cluster: &Cluster,
+    denials: &mut Denials,
+) -> Result<BTreeSet<String>> {
+    let provider_resource = crate::kube::catalog::provider_resource();
+    let providers: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &provider_resource);
+    let inventory = match providers.list(&ListParams::default()).await {
+        Ok(list) => Ok(list.items),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
+        Err(e) => Err(cluster.api_error(e, "listing the Provider inventory")),
+    };
+    Ok(denials
+        .note(&qualified(&provider_resource), inventory)?
+        .iter()
+        .filter(|p| p.data["type"] == "InfrastructureProvider")
+        .filter_map(|p| p.metadata.namespace.clone())
+        .collect())
+}
+
+/// The ClusterClasses the moved namespace's Clusters use from other namespaces, and their
+/// templates.
+async fn classes_across_namespaces(
+    cluster: &Cluster,
+    types: &[MoveType],
+    moved: &str,
+    found: &mut Gathered,
+) -> Result<()> {
+    let classes: BTreeSet<(String, String)> = found
+        .objects
+        .iter()
+        .filter(|(o, i)| {
+            i.group == CORE_GROUP
+                && i.kind == "Cluster"
+                && o.metadata.namespace.as_deref() == Some(moved)
+        })
+        .filter_map(|(o, _)| ClusterView::read(o).topology_class)
+        .filter_map(|(ns, name)| ns.filter(|ns| ns != moved).map(|ns| (ns, name)))
+        .collect();
+    let Some(cc_type) = types
+        .iter()
+        .find(|t| t.info.group == CORE_GROUP && t.info.kind == "ClusterClass")
+    else {
+        return Ok(());
+    };
+    for (namespace, name) in classes {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(cluster.client.clone(), &namespace, &cc_type.resource);
+        let Some(class) = api
+            .get_opt(&name)
+            .await
+            .map_err(|e| cluster.api_error(e, "reading a ClusterClass"))?
+        else {
+            continue;
+        };
+        let class = with_types(class, &cc_type.resource);
+        for reference in ClusterClassView::read(&class).template_refs {
+            let Some(t) = types
                 .iter()
-                .find(|t| t.info.group == CORE_GROUP && t.info.kind == "ClusterClass")
+                .find(|t| t.info.group == reference.api_group && t.info.kind == reference.kind)
             else {
                 continue;
             };
             let api: Api<DynamicObject> =
-                Api::namespaced_with(cluster.client.clone(), &namespace, &cc_type.resource);
-            let Some(class) = api
-                .get_opt(&name)
+                Api::namespaced_with(cluster.client.clone(), &namespace, &t.resource);
+            if let Some(template) = api
+                .get_opt(&reference.name)
                 .await
-                .map_err(|e| cluster.api_error(e, "reading a ClusterClass"))?
-            else {
-                continue;
-            };
-            let class = with_types(class, &cc_type.resource);
-            for reference in ClusterClassView::read(&class).template_refs {
-                if let Some(t) = types
-                    .iter()
-                    .find(|t| t.info.group == reference.api_group && t.info.kind == reference.kind)
-                {
-                    let api: Api<DynamicObject> =
-                        Api::namespaced_with(cluster.client.clone(), &namespace, &t.resource);
-                    if let Some(template) = api
-                        .get_opt(&reference.name)
-                        .await
-                        .map_err(|e| cluster.api_error(e, "reading a template"))?
-                    {
-                        // Read whole: its managedFields travel inline.
-                        push(
-                            fetched(with_types(template, &t.resource)),
-                            &t.info,
-                            &mut out,
-                        );
-                    }
-                }
+                .map_err(|e| cluster.api_error(e, "reading a template"))?
+            {
+                found.push_fetched(with_types(template, &t.resource), &t.info);
             }
-            push(fetched(class), &cc_type.info, &mut out);
         }
+        found.push_fetched(class, &cc_type.info);
     }
-    denials.check()?;
-    Ok((out, managed_fields))
+    Ok(())
 }
 
 /// Whether `object` is a slice of some move's journal copy.

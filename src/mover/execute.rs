@@ -11,7 +11,7 @@ use crate::kube::Cluster;
 use crate::model::ObjectRef;
 use crate::snapshot::{Keep, ListScope, Status};
 
-use super::create::{Creating, create_groups};
+use super::create::{Created, Creating, Fresh, create_groups};
 use super::delete::Skipped;
 use super::delete::delete_entries;
 use super::discover::MoveType;
@@ -92,7 +92,9 @@ pub struct RunOptions {
     pub stop: Stop,
 }
 
-/// Runs the move after a passed preflight.
+/// Runs the move after a passed preflight, as clusterctl's `move()` does: pause the source
+/// and read it again once block-move lets go, create in the target, delete from the source,
+/// unpause the target — each step journalled before it starts.
 pub async fn run(
     plan: &MovePlan,
     source: &Source<'_>,
@@ -102,9 +104,6 @@ pub async fn run(
     progress: &dyn Progress,
     journal: &mut JournalFile,
 ) -> Result<Summary> {
-    let timeout = options.timeout;
-    let (types, scope) = (source.types, source.scope);
-    let source = source.cluster;
     let started = Instant::now();
     let mut phases = Phases::default();
     let mut lap = Instant::now();
@@ -113,43 +112,7 @@ pub async fn run(
         lap = Instant::now();
         seconds
     };
-    let before_creating = async {
-        journal.stage(Stage::Pausing).await?;
-        set_paused(source, plan, types, true, options.concurrency, progress).await?;
-        // managedFields kept as text, to be written back; status where a create writes it, or
-        // to be replayed.
-        let keep = |t: &MoveType| Keep {
-            managed_fields: true,
-            status: if options.restore_status || !t.status {
-                Status::Whole
-            } else {
-                Status::Skip
-            },
-        };
-        let fresh = read_when_unblocked(source, types, scope, plan, (timeout, keep)).await?;
-        // clusterctl reads each object again before creating it and stops when one is gone; so
-        // does this, before the first create.
-        let vanished: Vec<String> = plan
-            .groups
-            .iter()
-            .flatten()
-            .filter(|uid| !fresh.objects.contains_key(*uid))
-            .map(|uid| plan.node(uid).reference.kubectl_name())
-            .collect();
-        if !vanished.is_empty() {
-            return Err(Error::Api {
-                context: "reading the objects to move".into(),
-                message: format!(
-                    "{} left the source after the move was planned; nothing was created — run the move again to plan it anew",
-                    vanished.join(", ")
-                ),
-            });
-        }
-        journal.journal.sending_group(0);
-        journal.stage(Stage::Creating).await?;
-        Ok(fresh)
-    };
-    let fresh = match before_creating.await {
+    let fresh = match pause_and_read(plan, source, options, progress, journal).await {
         Ok(fresh) => fresh,
         Err(e) => {
             // Nothing was written into the target yet: it is left as it was found.
@@ -158,52 +121,20 @@ pub async fn run(
         }
     };
     phases.pause = lap_seconds();
-    let created = create_groups(
+    let created = create(
         plan,
-        types,
+        source.types,
         target,
-        &fresh,
-        Creating {
-            preexisting: BTreeSet::new(),
-            overwrite_existing: options.overwrite_existing,
-            restore_status: options.restore_status,
-            concurrency: options.concurrency,
-            stop: options.stop.clone(),
-        },
+        fresh,
+        options,
         progress,
-        Some(&mut *journal),
-    )
-    .await?;
-    // Deleting needs only the journal.
-    drop(fresh);
-    options.stop.check()?;
-    phases.create = lap_seconds();
-    journal.stage(Stage::Deleting).await?;
-    let deleted = delete_entries(
-        source,
         journal,
-        |e| (!e.kept_in_source && !e.deleted).then(|| e.uid.clone()),
-        |e| e.deleted = true,
-        ("source", Some(&target.cluster)),
-        (options.concurrency, &options.stop),
-        progress,
     )
     .await?;
+    phases.create = lap_seconds();
+    let deleted = delete(source.cluster, target, options, progress, journal).await?;
     phases.delete = lap_seconds();
-    journal.stage(Stage::Unpausing).await?;
-    set_paused(
-        &target.cluster,
-        plan,
-        types,
-        false,
-        options.concurrency,
-        progress,
-    )
-    .await?;
-    let mut not_recorded =
-        super::record::leave_in_target(&target.cluster, journal, options.concurrency).await;
-    not_recorded.extend(super::record::remove_from_source(source, &journal.journal).await);
-    journal.stage(Stage::Done).await?;
+    let not_recorded = unpause(plan, source, target, options, progress, journal).await?;
     phases.unpause = lap_seconds();
     Ok(Summary {
         api_version: "kubectl-capi/v1",
@@ -221,4 +152,138 @@ pub async fn run(
         moved: journal.journal.moved.clone(),
         verification: None,
     })
+}
+
+/// Pauses the source and, once block-move lets go, reads every object to move again (with its
+/// managedFields, and its status where a create writes it or `--restore-status` replays it);
+/// one that left the source since the plan stops the move before its first create.
+async fn pause_and_read(
+    plan: &MovePlan,
+    source: &Source<'_>,
+    options: &RunOptions,
+    progress: &dyn Progress,
+    journal: &mut JournalFile,
+) -> Result<Fresh> {
+    let (types, scope) = (source.types, source.scope);
+    journal.stage(Stage::Pausing).await?;
+    set_paused(
+        source.cluster,
+        plan,
+        types,
+        true,
+        options.concurrency,
+        progress,
+    )
+    .await?;
+    let keep = |t: &MoveType| Keep {
+        managed_fields: true,
+        status: if options.restore_status || !t.status {
+            Status::Whole
+        } else {
+            Status::Skip
+        },
+    };
+    let fresh =
+        read_when_unblocked(source.cluster, types, scope, plan, (options.timeout, keep)).await?;
+    // clusterctl reads each object again before creating it and stops when one is gone; so
+    // does this, before the first create.
+    let vanished: Vec<String> = plan
+        .groups
+        .iter()
+        .flatten()
+        .filter(|uid| !fresh.objects.contains_key(*uid))
+        .map(|uid| plan.node(uid).reference.kubectl_name())
+        .collect();
+    if !vanished.is_empty() {
+        return Err(Error::Api {
+            context: "reading the objects to move".into(),
+            message: format!(
+                "{} left the source after the move was planned; nothing was created — run the move again to plan it anew",
+                vanished.join(", ")
+            ),
+        });
+    }
+    journal.journal.sending_group(0);
+    journal.stage(Stage::Creating).await?;
+    Ok(fresh)
+}
+
+/// Creates every object in the target, group by group, from what was read once paused.
+async fn create(
+    plan: &MovePlan,
+    types: &[MoveType],
+    target: &Connected,
+    fresh: Fresh,
+    options: &RunOptions,
+    progress: &dyn Progress,
+    journal: &mut JournalFile,
+) -> Result<Created> {
+    let creating = Creating {
+        preexisting: BTreeSet::new(),
+        overwrite_existing: options.overwrite_existing,
+        restore_status: options.restore_status,
+        concurrency: options.concurrency,
+        stop: options.stop.clone(),
+    };
+    let created = create_groups(
+        plan,
+        types,
+        target,
+        &fresh,
+        creating,
+        progress,
+        Some(journal),
+    )
+    .await?;
+    options.stop.check()?;
+    Ok(created)
+}
+
+/// Deletes the originals from the source, once every copy is in the target.
+async fn delete(
+    source: &Cluster,
+    target: &Connected,
+    options: &RunOptions,
+    progress: &dyn Progress,
+    journal: &mut JournalFile,
+) -> Result<super::delete::Deleted> {
+    journal.stage(Stage::Deleting).await?;
+    delete_entries(
+        source,
+        journal,
+        |e| (!e.kept_in_source && !e.deleted).then(|| e.uid.clone()),
+        |e| e.deleted = true,
+        ("source", Some(&target.cluster)),
+        (options.concurrency, &options.stop),
+        progress,
+    )
+    .await
+}
+
+/// Unpauses the target and leaves the verification records; returns the warnings of records
+/// that could not be left.
+async fn unpause(
+    plan: &MovePlan,
+    source: &Source<'_>,
+    target: &Connected,
+    options: &RunOptions,
+    progress: &dyn Progress,
+    journal: &mut JournalFile,
+) -> Result<Vec<String>> {
+    journal.stage(Stage::Unpausing).await?;
+    let cluster = &target.cluster;
+    set_paused(
+        cluster,
+        plan,
+        source.types,
+        false,
+        options.concurrency,
+        progress,
+    )
+    .await?;
+    let mut not_recorded =
+        super::record::leave_in_target(cluster, journal, options.concurrency).await;
+    not_recorded.extend(super::record::remove_from_source(source.cluster, &journal.journal).await);
+    journal.stage(Stage::Done).await?;
+    Ok(not_recorded)
 }

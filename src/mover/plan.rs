@@ -308,6 +308,15 @@ fn excluded(
 }
 
 impl MovePlan {
+    /// The plan group of each object, by source UID.
+    pub fn group_by_uid(&self) -> std::collections::HashMap<&str, usize> {
+        self.groups
+            .iter()
+            .enumerate()
+            .flat_map(|(index, group)| group.iter().map(move |uid| (uid.as_str(), index)))
+            .collect()
+    }
+
     /// Drops the listed objects' contents; the plan keeps its structure. A move re-reads every
     /// object after pausing, and holding both copies would double its memory.
     pub fn release_objects(&mut self) {
