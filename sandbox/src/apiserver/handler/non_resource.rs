@@ -1,0 +1,81 @@
+//! Paths outside the resource tree: discovery documents, /version, health checks and the
+//! index of paths.
+
+use super::*;
+
+pub(super) fn non_resource(
+    shared: &Shared,
+    method: &Method,
+    headers: &HeaderMap,
+    segments: &[&str],
+) -> ApiResult<Response<Body>> {
+    if method != Method::GET {
+        return Err(ApiError::page_not_found());
+    }
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let defs: Vec<Arc<ResourceDef>> = shared.state.lock().resources().cloned().collect();
+    let aggregated = |core: bool| {
+        Response::builder()
+            .status(200)
+            .header(header::CONTENT_TYPE, discovery::AGGREGATED_CONTENT_TYPE)
+            .header(header::VARY, "Accept")
+            .body(body::full(
+                serde_json::to_vec(&discovery::aggregated(&defs, core)).expect("JSON"),
+            ))
+            .expect("valid response")
+    };
+    Ok(match segments {
+        ["version"] => json_response(
+            200,
+            &json!({
+            "major": "1", "minor": "33", "gitVersion": "v1.33.0-capi-sandbox", "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"}),
+            &[],
+        ),
+        ["healthz"] | ["readyz"] | ["livez"] => text_response(200, "ok"),
+        ["api"] if discovery::wants_aggregated(accept) => aggregated(true),
+        ["api"] => json_response(200, &discovery::api_versions(&shared.server_address()), &[]),
+        ["apis"] if discovery::wants_aggregated(accept) => aggregated(false),
+        ["apis"] => json_response(200, &discovery::api_group_list(&defs), &[]),
+        ["apis", group] => json_response(
+            200,
+            &discovery::api_group(&defs, group).ok_or_else(ApiError::page_not_found)?,
+            &[],
+        ),
+        ["api", version] => json_response(
+            200,
+            &discovery::api_resource_list(&defs, "", version)
+                .ok_or_else(ApiError::page_not_found)?,
+            &[],
+        ),
+        ["apis", group, version] => json_response(
+            200,
+            &discovery::api_resource_list(&defs, group, version)
+                .ok_or_else(ApiError::page_not_found)?,
+            &[],
+        ),
+        ["openapi", "v3"] => json_response(
+            200,
+            &discovery::openapi_index(&discovery::openapi_documents(&defs)),
+            &[],
+        ),
+        ["openapi", "v3", rest @ ..] => {
+            let docs = discovery::openapi_documents(&defs);
+            json_response(
+                200,
+                docs.get(&rest.join("/"))
+                    .ok_or_else(ApiError::page_not_found)?,
+                &[],
+            )
+        }
+        [] => json_response(
+            200,
+            &json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3", "/readyz", "/version"]}),
+            &[],
+        ),
+        _ => return Err(ApiError::page_not_found()),
+    })
+}
