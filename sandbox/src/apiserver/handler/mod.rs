@@ -36,6 +36,9 @@ use identity::*;
 mod non_resource;
 use non_resource::*;
 
+mod verbs;
+use verbs::*;
+
 /// The largest request body the apiserver reads.
 pub const MAX_REQUEST_BYTES: usize = 3 * 1024 * 1024;
 
@@ -406,13 +409,7 @@ async fn serve(
         }
         Err(err) => return Outcome::Respond(error_response(&err)),
     };
-    record.verb = target.verb.to_string();
-    record.group = target.def.group.clone();
-    record.resource = target.def.plural.clone();
-    record.version = target.version.clone();
-    record.namespace = target.namespace.clone();
-    record.name = target.name.clone();
-    record.subresource = target.subresource.clone();
+    record.target(&target);
 
     let allowed = shared.policy.lock().allows(
         &user.subjects(),
@@ -431,34 +428,10 @@ async fn serve(
         return Outcome::Respond(error_response(&forbidden(&user, &target)));
     }
 
-    let actions = shared.faults.lock().take(
-        target.verb,
-        query.dry_run(),
-        &target.def.plural,
-        target.name.as_deref(),
-        &record.agent,
-    );
-    let mut drop_after = false;
-    let mut stall_after = None;
-    for action in actions {
-        match action {
-            FaultAction::Latency(delay) => tokio::time::sleep(delay).await,
-            FaultAction::Fail { code, retry_after } => {
-                let err = match code {
-                    429 => ApiError::too_many_requests(retry_after.unwrap_or(1)),
-                    409 => ApiError::conflict(
-                        &target.def.names(),
-                        target.name.as_deref().unwrap_or(""),
-                    ),
-                    _ => ApiError::injected(code, format!("injected failure ({code})")),
-                };
-                return Outcome::Respond(error_response(&err));
-            }
-            FaultAction::Drop => return Outcome::Drop,
-            FaultAction::ApplyThenDrop => drop_after = true,
-            FaultAction::ApplyThenStall(delay) => stall_after = Some(delay),
-        }
-    }
+    let (drop_after, stall_after) = match injected_faults(shared, &target, query, record).await {
+        Ok(after) => after,
+        Err(outcome) => return outcome,
+    };
 
     let is_write = matches!(
         target.verb,
@@ -509,6 +482,60 @@ async fn serve(
     }
 }
 
+/// The faults injected for this request, as tests set them: a latency is waited here; a failure
+/// or a dropped connection ends the request (`Err`); otherwise whether to drop the connection
+/// after the request is applied, and how long to hold its answer.
+async fn injected_faults(
+    shared: &Shared,
+    target: &Target,
+    query: &Query,
+    record: &RequestRecord,
+) -> Result<(bool, Option<Duration>), Outcome> {
+    let actions = shared.faults.lock().take(
+        target.verb,
+        query.dry_run(),
+        &target.def.plural,
+        target.name.as_deref(),
+        &record.agent,
+    );
+    let mut drop_after = false;
+    let mut stall_after = None;
+    for action in actions {
+        match action {
+            FaultAction::Latency(delay) => tokio::time::sleep(delay).await,
+            FaultAction::Fail { code, retry_after } => {
+                let err = match code {
+                    429 => ApiError::too_many_requests(retry_after.unwrap_or(1)),
+                    409 => ApiError::conflict(
+                        &target.def.names(),
+                        target.name.as_deref().unwrap_or(""),
+                    ),
+                    _ => ApiError::injected(code, format!("injected failure ({code})")),
+                };
+                return Err(Outcome::Respond(error_response(&err)));
+            }
+            FaultAction::Drop => return Err(Outcome::Drop),
+            FaultAction::ApplyThenDrop => drop_after = true,
+            FaultAction::ApplyThenStall(delay) => stall_after = Some(delay),
+        }
+    }
+
+    Ok((drop_after, stall_after))
+}
+
+impl RequestRecord {
+    /// What the request addressed, for the log.
+    fn target(&mut self, target: &Target) {
+        self.verb = target.verb.to_string();
+        self.group = target.def.group.clone();
+        self.resource = target.def.plural.clone();
+        self.version = target.version.clone();
+        self.namespace = target.namespace.clone();
+        self.name = target.name.clone();
+        self.subresource = target.subresource.clone();
+    }
+}
+
 enum Reply {
     Json(u16, Value),
     Raw(Response<Body>),
@@ -552,86 +579,25 @@ async fn execute(
     body: Bytes,
     warnings: &mut Vec<String>,
 ) -> ApiResult<Reply> {
-    let def = &target.def;
-    let version = target.version.as_str();
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
-    let key = || {
-        (
-            target.namespace.clone().unwrap_or_default(),
-            target.name.clone().unwrap_or_default(),
-        )
+    let call = Call {
+        shared,
+        user,
+        target,
+        headers,
+        query,
+        content_type,
+        body: &body,
     };
     match target.verb {
-        "get" => {
-            let object = shared.state.lock().get(&def.key(), &key()).ok_or_else(|| {
-                ApiError::not_found(&def.names(), target.name.as_deref().unwrap_or(""))
-            })?;
-            if target.subresource.as_deref() == Some("scale") {
-                return Ok(Reply::Json(
-                    200,
-                    ops::scale_of(def, version, &object).ok_or_else(ApiError::page_not_found)?,
-                ));
-            }
-            Ok(Reply::Json(200, ops::at_version(&object, def, version)))
-        }
+        "get" => get(&call),
         "list" => list(shared, target, query),
         "watch" => start_watch(shared, target, query),
-        "create" => {
-            let mut object = parse_body(&body, content_type)?;
-            validate_fields(def, &mut object, query, warnings)?;
-            if def.flavor == Flavor::Review {
-                let ctx = write_ctx(shared, target, query, headers);
-                return Ok(Reply::Json(201, review(shared, user, def, object, &ctx)));
-            }
-            let ctx = write_ctx(shared, target, query, headers);
-            let created = ops::create(
-                &mut shared.state.lock(),
-                def,
-                version,
-                target.namespace.as_deref(),
-                object,
-                &ctx,
-                false,
-            )?;
-            let mut answer = ops::at_version(&created, def, version);
-            if ctx.dry_run
-                && let Some(meta) = answer["metadata"].as_object_mut()
-            {
-                meta.remove("resourceVersion");
-            }
-            Ok(Reply::Json(201, answer))
-        }
-        "update" => {
-            let mut new = parse_body(&body, content_type)?;
-            validate_fields(def, &mut new, query, warnings)?;
-            let ctx = write_ctx(shared, target, query, headers);
-            let mut state = shared.state.lock();
-            let old = state.get(&def.key(), &key()).ok_or_else(|| {
-                ApiError::not_found(&def.names(), target.name.as_deref().unwrap_or(""))
-            })?;
-            let new = if target.subresource.as_deref() == Some("scale") {
-                ops::apply_scale(def, version, &old, &new).ok_or_else(ApiError::page_not_found)?
-            } else {
-                new
-            };
-            let sub = target.subresource.as_deref().filter(|s| *s == "status");
-            let at = ops::At {
-                def,
-                version,
-                subresource: sub,
-            };
-            let updated = ops::update(&mut state, at, &old, new, UpdateKind::Put, &ctx)?;
-            if target.subresource.as_deref() == Some("scale") {
-                return Ok(Reply::Json(
-                    200,
-                    ops::scale_of(def, version, &updated).unwrap_or_default(),
-                ));
-            }
-            Ok(Reply::Json(200, ops::at_version(&updated, def, version)))
-        }
+        "create" => create(&call, warnings),
+        "update" => update(&call, warnings),
         "patch" => patch(
             shared,
             target,
@@ -641,49 +607,19 @@ async fn execute(
             &body,
             warnings,
         ),
-        "delete" => {
-            let options = delete_options(&body, content_type)?;
-            let dry_run = query.dry_run() || options.1;
-            let mut state = shared.state.lock();
-            match ops::delete(&mut state, def, &key(), &options.0, dry_run, &ops::now())? {
-                Deleted::Removed(object) => Ok(Reply::Json(
-                    200,
-                    success_status(
-                        &def.names(),
-                        target.name.as_deref().unwrap_or(""),
-                        object["metadata"]["uid"].as_str().unwrap_or(""),
-                    ),
-                )),
-                Deleted::Pending(object) => {
-                    Ok(Reply::Json(200, ops::at_version(&object, def, version)))
-                }
-            }
-        }
-        "deletecollection" => {
-            let (labels, fields) = selectors(def, query)?;
-            let options = delete_options(&body, content_type)?;
-            let dry_run = query.dry_run() || options.1;
-            let mut state = shared.state.lock();
-            let matching: Vec<Arc<Value>> = state
-                .list(&def.key(), target.namespace.as_deref())
-                .into_iter()
-                .filter(|o| labels.matches_object(o) && fields.matches_object(o))
-                .collect();
-            let time = ops::now();
-            let mut items = Vec::new();
-            for object in matching {
-                let k = ops::obj_key(&object);
-                if ops::delete(&mut state, def, &k, &options.0, dry_run, &time).is_ok() {
-                    items.push(ops::at_version(&object, def, version));
-                }
-            }
-            Ok(Reply::Json(
-                200,
-                json!({"apiVersion": def.api_version(version), "items": items, "kind": def.list_kind,
-                "metadata": {"continue": "", "resourceVersion": state.rv.to_string()}}),
-            ))
-        }
+        "delete" => delete(&call),
+        "deletecollection" => delete_collection(&call),
         _ => Err(ApiError::method_not_allowed(target.verb)),
+    }
+}
+
+impl Target {
+    /// The (namespace, name) the request addresses.
+    fn key(&self) -> (String, String) {
+        (
+            self.namespace.clone().unwrap_or_default(),
+            self.name.clone().unwrap_or_default(),
+        )
     }
 }
 

@@ -22,6 +22,9 @@ pub use lifecycle::*;
 mod apply;
 pub use apply::*;
 
+mod shape;
+use shape::*;
+
 /// Largest ConfigMap/Secret payload.
 pub const MAX_DATA_BYTES: usize = 1024 * 1024;
 /// etcd's `--max-request-bytes` default: larger objects fail in storage.
@@ -105,39 +108,7 @@ pub fn create(
     if object.get("metadata").is_none_or(|m| !m.is_object()) {
         object["metadata"] = json!({});
     }
-    // Namespace: from the URL for namespaced kinds, cleared for cluster-scoped ones.
-    if def.namespaced {
-        let url_ns = namespace.ok_or_else(|| ApiError::method_not_allowed("create"))?;
-        match meta_str(&object, "namespace") {
-            Some(ns) if ns != url_ns => {
-                return Err(ApiError::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                ));
-            }
-            _ => object["metadata"]["namespace"] = json!(url_ns),
-        }
-    } else if let Some(meta) = object["metadata"].as_object_mut() {
-        meta.remove("namespace");
-    }
-    if meta_str(&object, "resourceVersion").is_some() {
-        return Err(ApiError::internal(
-            "resourceVersion should not be set on objects to be created",
-        ));
-    }
-    let name = match (meta_str(&object, "name"), meta_str(&object, "generateName")) {
-        (Some(name), _) => name.to_string(),
-        (None, Some(prefix)) => generated_name(prefix),
-        (None, None) => {
-            return Err(ApiError::invalid_kind(
-                &def.names(),
-                "",
-                vec![Cause::required(
-                    "metadata.name",
-                    "name or generateName is required",
-                )],
-            ));
-        }
-    };
+    let name = create_name(def, namespace, &mut object)?;
     object["metadata"]["name"] = json!(name);
     if def.namespaced {
         admit_namespace(state, def, namespace.unwrap_or_default(), &name)?;
@@ -155,41 +126,7 @@ pub fn create(
     {
         map.remove("status");
     }
-    match def.flavor {
-        Flavor::Namespace => {
-            object["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
-            object["spec"] = json!({"finalizers": ["kubernetes"]});
-            object["status"] = json!({"phase": "Active"});
-        }
-        Flavor::CustomResourceDefinition => {
-            object["status"] = json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""},
-                "storedVersions": [storage_version_of_crd(&object)]});
-        }
-        _ => {}
-    }
-    {
-        let meta = object["metadata"]
-            .as_object_mut()
-            .expect("metadata is an object");
-        for system in [
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "managedFields",
-            "selfLink",
-        ] {
-            meta.remove(system);
-        }
-    }
-    object["apiVersion"] = json!(def.api_version(def.storage_version()));
-    object["kind"] = json!(def.kind);
-    object["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
-    object["metadata"]["creationTimestamp"] = json!(ctx.time);
-    if def.has_generation() {
-        object["metadata"]["generation"] = json!(1);
-    }
+    server_fields(def, &mut object, &name, ctx);
     let mut entries = Vec::new();
     fields::record_update(
         &mut entries,
@@ -332,90 +269,14 @@ pub fn update(
         .unwrap_or_default()
         .to_string();
     let names = def.names();
-    if !new.is_object() {
-        return Err(ApiError::bad_request(
-            "Object 'Kind' is missing in request body",
-        ));
-    }
-    check_kind(def, version, &new)?;
-    if new.get("metadata").is_none_or(|m| !m.is_object()) {
-        new["metadata"] = json!({});
-    }
-    if let Some(body_name) = meta_str(&new, "name")
-        && body_name != name
-    {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({body_name}) does not match the name on the URL ({name})"
-        )));
-    }
-    if def.namespaced
-        && let Some(ns) = meta_str(&new, "namespace")
-        && Some(ns) != old["metadata"]["namespace"].as_str()
-    {
-        return Err(ApiError::bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request",
-        ));
-    }
-    if let Some(uid) = meta_str(&new, "uid")
-        && uid != uid_of(old)
-    {
-        return Err(ApiError::conflict_with(
-            &names,
-            &name,
-            &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                uid_of(old)
-            ),
-        ));
-    }
-    match meta_str(&new, "resourceVersion") {
-        Some(rv) if Some(rv) != old["metadata"]["resourceVersion"].as_str() => {
-            return Err(ApiError::conflict(&names, &name));
-        }
-        None if kind == UpdateKind::Put && def.is_custom() => {
-            return Err(ApiError::invalid(
-                &names.qualified_resource(),
-                &def.plural,
-                &def.group,
-                &name,
-                vec![Cause::invalid(
-                    "metadata.resourceVersion",
-                    "0",
-                    "must be specified for an update",
-                )],
-            ));
-        }
-        _ => {}
-    }
+    check_update(def, version, old, &mut new, kind)?;
 
     let scope = scope_for(def, version, subresource);
     let explicit_managed_fields = new["metadata"]
         .get("managedFields")
         .filter(|mf| Some(*mf) != old["metadata"].get("managedFields"))
         .cloned();
-    let mut result = match scope {
-        Scope::StatusOnly => {
-            let mut result = (**old).clone();
-            match new.get("status") {
-                Some(status) => result["status"] = status.clone(),
-                None => {
-                    result.as_object_mut().map(|m| m.remove("status"));
-                }
-            }
-            result
-        }
-        Scope::NoStatus => {
-            let mut result = new;
-            match old.get("status") {
-                Some(status) => result["status"] = status.clone(),
-                None => {
-                    result.as_object_mut().map(|m| m.remove("status"));
-                }
-            }
-            result
-        }
-        Scope::Whole => new,
-    };
+    let mut result = merged(scope, old, new);
     // The server owns these; the body cannot change them.
     for system in [
         "name",
@@ -448,33 +309,7 @@ pub fn update(
     if !causes.is_empty() {
         return Err(ApiError::invalid_kind(&names, &name, causes));
     }
-    if old["metadata"].get("deletionTimestamp").is_some() {
-        let before: Vec<Value> = old["metadata"]["finalizers"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let added: Vec<String> = result["metadata"]["finalizers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|f| !before.contains(f))
-            .map(|f| format!("{f}"))
-            .collect();
-        if !added.is_empty() {
-            let detail = format!(
-                "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
-                added.join(", ")
-            );
-            return Err(ApiError::invalid_kind(
-                &names,
-                &name,
-                vec![
-                    Cause::forbidden("metadata.finalizers", &detail),
-                    Cause::forbidden("metadata.finalizers", &detail),
-                ],
-            ));
-        }
-    }
+    no_finalizers_added_while_deleting(old, &result, &names, &name)?;
     if def.has_generation() && spec_changed(old, &result, def.has_status_subresource(version)) {
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
         result["metadata"]["generation"] = json!(generation + 1);
