@@ -443,10 +443,6 @@ const MOST_LINES_PER_FUNCTION: usize = 120;
 const STILL_TOO_LONG: &[&str] = &[
     "crate::bench::apiserver",
     "crate::bin::capi-sandbox::main",
-    "crate::controllers::cluster::reconcile_cluster",
-    "crate::controllers::control_plane::reconcile",
-    "crate::controllers::machine::reconcile_machine",
-    "crate::controllers::workers::reconcile_set",
     "crate::demo::run",
 ];
 
@@ -475,6 +471,9 @@ fn files_and_functions_stay_readable() {
                 }
             }
         }
+    }
+    if std::env::var_os("LAYOUT_SHOW").is_some() {
+        eprintln!("{too_long:#?}");
     }
     let new: Vec<String> = too_long
         .iter()

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::cloud::load_balancer_key;
 use super::context::Ctx;
-use super::shape::{Cond, Shape};
+use super::shape::{Cond, Shape, flag};
 use super::world::{World, annotated, controller_ref, deleting, name, namespace, uid};
 
 pub const CLUSTER_FINALIZER: &str = "cluster.cluster.x-k8s.io";
@@ -85,7 +85,6 @@ pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
     let world = ctx.world;
     let shape = ctx.shape;
     let ns = namespace(cluster);
-    let cluster_name = name(cluster);
     let belongs = |o: &&Value| {
         namespace(o) == ns && world.cluster_of(o).is_some_and(|c| uid(c) == uid(cluster))
     };
@@ -96,38 +95,7 @@ pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
         return;
     }
     if deleting(cluster) {
-        if annotated(cluster, DELETE_FOR_MOVE) {
-            ctx.remove_finalizer("Cluster", cluster, CLUSTER_FINALIZER);
-            return;
-        }
-        let mut remaining = 0;
-        for kind in [
-            "KubeadmControlPlane",
-            "MachineDeployment",
-            "MachinePool",
-            "MachineHealthCheck",
-            "MachineSet",
-            "Machine",
-        ] {
-            for object in world.all(kind).iter().filter(belongs) {
-                remaining += 1;
-                if kind != "Machine" && kind != "MachineSet" {
-                    ctx.delete(kind, object);
-                }
-            }
-        }
-        // The infrastructure cluster (its load balancer) goes last, once no Machine is left.
-        let machines_left = world.all("Machine").iter().filter(belongs).count();
-        if machines_left == 0
-            && let Some(infra) = infra
-        {
-            ctx.delete("DockerCluster", infra);
-            remaining += 1;
-        }
-
-        if remaining == 0 {
-            ctx.remove_finalizer("Cluster", cluster, CLUSTER_FINALIZER);
-        }
+        delete_cluster(ctx, cluster, infra);
         return;
     }
     ctx.ensure_finalizer("Cluster", cluster, CLUSTER_FINALIZER);
@@ -172,73 +140,29 @@ pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
     let time = ctx.time.clone();
     let status = Shape::status_of(cluster);
     let conds = [
-        Cond::new(
-            "InfrastructureReady",
-            infra_ready,
-            if infra_ready { "Ready" } else { "NotReady" },
-            "",
-        ),
-        Cond::new(
+        flag("InfrastructureReady", infra_ready, "Ready", "NotReady"),
+        flag(
             "ControlPlaneInitialized",
             cp_initialized,
-            if cp_initialized {
-                "Initialized"
-            } else {
-                "NotInitialized"
-            },
-            "",
+            "Initialized",
+            "NotInitialized",
         ),
-        Cond::new(
+        flag(
             "ControlPlaneAvailable",
             cp_initialized,
-            if cp_initialized {
-                "Available"
-            } else {
-                "NotAvailable"
-            },
-            "",
+            "Available",
+            "NotAvailable",
         ),
         Cond::new("WorkersAvailable", true, "Available", ""),
-        Cond::new(
-            "Available",
-            available,
-            if available {
-                "Available"
-            } else {
-                "NotAvailable"
-            },
-            "",
-        ),
-        Cond::new(
-            "ScalingUp",
-            scaling_up,
-            if scaling_up {
-                "ScalingUp"
-            } else {
-                "NotScalingUp"
-            },
-            "",
-        ),
-        Cond::new(
-            "ScalingDown",
-            scaling_down,
-            if scaling_down {
-                "ScalingDown"
-            } else {
-                "NotScalingDown"
-            },
-            "",
-        ),
+        flag("Available", available, "Available", "NotAvailable"),
+        flag("ScalingUp", scaling_up, "ScalingUp", "NotScalingUp"),
+        flag("ScalingDown", scaling_down, "ScalingDown", "NotScalingDown"),
         Cond::new("RollingOut", false, "NotRollingOut", ""),
-        Cond::new(
+        flag(
             "RemoteConnectionProbe",
             cp_initialized,
-            if cp_initialized {
-                "ProbeSucceeded"
-            } else {
-                "ProbeFailed"
-            },
-            "",
+            "ProbeSucceeded",
+            "ProbeFailed",
         ),
     ];
     let mut patch = shape.with_conditions(&status, &conds, &time);
@@ -271,7 +195,49 @@ pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
         );
     }
     ctx.status("Cluster", cluster, patch);
-    let _ = cluster_name;
+}
+
+/// A Cluster being deleted: released at once when a move deletes it; else its control plane,
+/// scalers and health checks are deleted, then (once no Machine is left) its infrastructure
+/// cluster, and the Cluster goes when nothing of it is left.
+fn delete_cluster(ctx: &mut Ctx, cluster: &Value, infra: Option<&Value>) {
+    let world = ctx.world;
+    let ns = namespace(cluster);
+    let belongs = |o: &&Value| {
+        namespace(o) == ns && world.cluster_of(o).is_some_and(|c| uid(c) == uid(cluster))
+    };
+    if annotated(cluster, DELETE_FOR_MOVE) {
+        ctx.remove_finalizer("Cluster", cluster, CLUSTER_FINALIZER);
+        return;
+    }
+    let mut remaining = 0;
+    for kind in [
+        "KubeadmControlPlane",
+        "MachineDeployment",
+        "MachinePool",
+        "MachineHealthCheck",
+        "MachineSet",
+        "Machine",
+    ] {
+        for object in world.all(kind).iter().filter(belongs) {
+            remaining += 1;
+            if kind != "Machine" && kind != "MachineSet" {
+                ctx.delete(kind, object);
+            }
+        }
+    }
+    // The infrastructure cluster (its load balancer) goes last, once no Machine is left.
+    let machines_left = world.all("Machine").iter().filter(belongs).count();
+    if machines_left == 0
+        && let Some(infra) = infra
+    {
+        ctx.delete("DockerCluster", infra);
+        remaining += 1;
+    }
+
+    if remaining == 0 {
+        ctx.remove_finalizer("Cluster", cluster, CLUSTER_FINALIZER);
+    }
 }
 
 pub fn reconcile_docker_cluster(ctx: &mut Ctx, infra: &Value) {

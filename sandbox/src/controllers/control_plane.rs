@@ -9,7 +9,7 @@ use super::machine::{
     CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, NewMachine, create_machine, has_node,
     needs_remediation, node_healthy,
 };
-use super::shape::{Cond, Shape};
+use super::shape::{Cond, Shape, flag};
 use super::world::{annotated, controller_ref, deleting, name, namespace, uid};
 
 pub const KCP_FINALIZER: &str = "kubeadm.controlplane.cluster.x-k8s.io";
@@ -69,15 +69,7 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
             json!({"metadata": {"labels": {CLUSTER_NAME_LABEL: cluster_name}}}),
         );
     }
-    for suffix in CLUSTER_SECRETS {
-        let secret = format!("{cluster_name}-{suffix}");
-        if world.get("Secret", ns, &secret).is_none() {
-            ctx.create(
-                "Secret",
-                cluster_secret(kcp, &cluster_name, &secret, "cluster.x-k8s.io/secret"),
-            );
-        }
-    }
+    cluster_secrets(ctx, kcp, &cluster_name);
 
     let active: Vec<&Value> = machines.iter().copied().filter(|m| !deleting(m)).collect();
     let with_node = active.iter().filter(|m| has_node(shape, m)).count() as i64;
@@ -85,20 +77,8 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
     let desired = kcp["spec"]["replicas"].as_i64().unwrap_or(1);
     let count = active.len() as i64;
     let initialized = with_node > 0 || super::cluster::kcp_initialized(shape, kcp);
-    if initialized
-        && world
-            .get("Secret", ns, &format!("{cluster_name}-kubeconfig"))
-            .is_none()
-    {
-        ctx.create(
-            "Secret",
-            cluster_secret(
-                kcp,
-                &cluster_name,
-                &format!("{cluster_name}-kubeconfig"),
-                "cluster.x-k8s.io/secret",
-            ),
-        );
+    if initialized {
+        kubeconfig_secret(ctx, kcp, &cluster_name);
     }
 
     let busy = machines.iter().any(|m| deleting(m));
@@ -114,29 +94,7 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
         && cluster_infra_provisioned(shape, cluster)
     {
         // One at a time: the next Machine only once every existing one has its node.
-        if let Some(template) = infrastructure_template(ctx, kcp) {
-            let mut labels = Map::new();
-            labels.insert(CLUSTER_NAME_LABEL.into(), json!(cluster_name));
-            labels.insert(CONTROL_PLANE_LABEL.into(), json!(""));
-            labels.insert(
-                "cluster.x-k8s.io/control-plane-name".into(),
-                json!(name(kcp)),
-            );
-            let machine_name = ctx.new_name(name(kcp));
-            create_machine(
-                ctx,
-                NewMachine {
-                    owner_kind: "KubeadmControlPlane",
-                    owner: kcp,
-                    cluster: &cluster_name,
-                    name: machine_name,
-                    labels,
-                    infrastructure_template: template,
-                    bootstrap_spec: kcp["spec"]["kubeadmConfigSpec"].clone(),
-                    version: kcp["spec"]["version"].as_str().map(str::to_string),
-                },
-            );
-        }
+        add_machine(ctx, kcp, &cluster_name);
     } else if count > desired && !busy {
         // Scale down the oldest Machine.
         if let Some(oldest) = active.iter().min_by_key(|m| {
@@ -153,32 +111,9 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
     let status = Shape::status_of(kcp);
     let mut conds = super::workers::scaling_conds(count, desired).to_vec();
     conds.extend([
-        Cond::new(
-            "Initialized",
-            initialized,
-            if initialized {
-                "Initialized"
-            } else {
-                "NotInitialized"
-            },
-            "",
-        ),
-        Cond::new(
-            "Available",
-            initialized,
-            if initialized {
-                "Available"
-            } else {
-                "NotAvailable"
-            },
-            "",
-        ),
-        Cond::new(
-            "MachinesReady",
-            ready == count,
-            if ready == count { "Ready" } else { "NotReady" },
-            "",
-        ),
+        flag("Initialized", initialized, "Initialized", "NotInitialized"),
+        flag("Available", initialized, "Available", "NotAvailable"),
+        flag("MachinesReady", ready == count, "Ready", "NotReady"),
         Cond::new("RollingOut", false, "NotRollingOut", ""),
     ]);
     let mut patch = shape.with_conditions(&status, &conds, &time);
@@ -198,6 +133,66 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
         );
     }
     ctx.status("KubeadmControlPlane", kcp, patch);
+}
+
+/// One more control-plane Machine, from the control plane's infrastructure template.
+fn add_machine(ctx: &mut Ctx, kcp: &Value, cluster_name: &str) {
+    if let Some(template) = infrastructure_template(ctx, kcp) {
+        let mut labels = Map::new();
+        labels.insert(CLUSTER_NAME_LABEL.into(), json!(cluster_name));
+        labels.insert(CONTROL_PLANE_LABEL.into(), json!(""));
+        labels.insert(
+            "cluster.x-k8s.io/control-plane-name".into(),
+            json!(name(kcp)),
+        );
+        let machine_name = ctx.new_name(name(kcp));
+        create_machine(
+            ctx,
+            NewMachine {
+                owner_kind: "KubeadmControlPlane",
+                owner: kcp,
+                cluster: cluster_name,
+                name: machine_name,
+                labels,
+                infrastructure_template: template,
+                bootstrap_spec: kcp["spec"]["kubeadmConfigSpec"].clone(),
+                version: kcp["spec"]["version"].as_str().map(str::to_string),
+            },
+        );
+    }
+}
+
+/// The Secrets kubeadm's control plane makes for its cluster (certificates and keys).
+fn cluster_secrets(ctx: &mut Ctx, kcp: &Value, cluster_name: &str) {
+    let (world, ns) = (ctx.world, namespace(kcp));
+    for suffix in CLUSTER_SECRETS {
+        let secret = format!("{cluster_name}-{suffix}");
+        if world.get("Secret", ns, &secret).is_none() {
+            ctx.create(
+                "Secret",
+                cluster_secret(kcp, cluster_name, &secret, "cluster.x-k8s.io/secret"),
+            );
+        }
+    }
+}
+
+/// The cluster's kubeconfig Secret, once its control plane is initialised.
+fn kubeconfig_secret(ctx: &mut Ctx, kcp: &Value, cluster_name: &str) {
+    let (world, ns) = (ctx.world, namespace(kcp));
+    if world
+        .get("Secret", ns, &format!("{cluster_name}-kubeconfig"))
+        .is_none()
+    {
+        ctx.create(
+            "Secret",
+            cluster_secret(
+                kcp,
+                cluster_name,
+                &format!("{cluster_name}-kubeconfig"),
+                "cluster.x-k8s.io/secret",
+            ),
+        );
+    }
 }
 
 fn cluster_secret(kcp: &Value, cluster: &str, name_: &str, type_: &str) -> Value {

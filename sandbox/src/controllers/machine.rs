@@ -116,19 +116,7 @@ pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
         return;
     }
     if deleting(machine) {
-        if annotated(machine, DELETE_FOR_MOVE) {
-            ctx.remove_finalizer("Machine", machine, MACHINE_FINALIZER);
-            return;
-        }
-        // Drain is instant here; delete the infrastructure and wait until it is gone.
-        if let Some(infra) = infra {
-            ctx.delete("DockerMachine", infra);
-            return;
-        }
-        if let Some(bootstrap) = bootstrap {
-            ctx.delete("KubeadmConfig", bootstrap);
-        }
-        ctx.remove_finalizer("Machine", machine, MACHINE_FINALIZER);
+        delete_machine(ctx, machine, bootstrap, infra);
         return;
     }
     ctx.ensure_finalizer("Machine", machine, MACHINE_FINALIZER);
@@ -143,36 +131,13 @@ pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
     };
     let time = ctx.time.clone();
     let key = Ctx::key(machine);
-    let control_plane = machine["metadata"]["labels"]
-        .get(CONTROL_PLANE_LABEL)
-        .is_some();
     let pid = machine["spec"]["providerID"]
         .as_str()
         .map(str::to_string)
         .unwrap_or_else(|| provider_id(ns, &machine_name));
     let in_cloud = ctx.cloud.machine(&pid);
     if in_cloud.is_none() && ctx.cloud.cannot_adopt() && machine["spec"]["providerID"].is_string() {
-        // Its cloud machine cannot be found: failed, as a MachineHealthCheck finds a Machine
-        // whose node is gone; its owner replaces it with a new one.
-        if !needs_remediation(shape, machine) {
-            let conditions = [
-                Cond::new(
-                    "NodeHealthy",
-                    false,
-                    "NodeNotFound",
-                    "the machine was not found in the cloud",
-                ),
-                Cond::new(
-                    "OwnerRemediated",
-                    false,
-                    "WaitingForRemediation",
-                    "Waiting for remediation",
-                ),
-            ];
-            let time = ctx.time.clone();
-            let status = shape.with_conditions(&Shape::status_of(machine), &conditions, &time);
-            ctx.status("Machine", machine, status);
-        }
+        cloud_machine_lost(ctx, machine);
         return;
     }
     if let (Some(wanted), Some(current)) = (
@@ -191,28 +156,8 @@ pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
 
     // 1. Bootstrap data (paused only by the config's own annotation or the Cluster).
     let bootstrapped = bootstrap_ready(shape, bootstrap) || in_cloud.is_some();
-    if !bootstrapped {
-        if is_paused(Some(cluster), bootstrap) {
-            ctx.ensure_paused("KubeadmConfig", bootstrap, Some(cluster));
-            return;
-        }
-        // The first control-plane Machine initialises the cluster; every other joins it.
-        let first = control_plane
-            && !cluster_cp_initialized(shape, cluster)
-            && !world.all("Machine").iter().any(|m| {
-                m["metadata"]["labels"].get(CONTROL_PLANE_LABEL).is_some()
-                    && world.cluster_of(m).is_some_and(|c| uid(c) == uid(cluster))
-                    && has_node(shape, m)
-            });
-        if !first && !cluster_cp_initialized(shape, cluster) {
-            return;
-        }
-        if !super::cluster::cluster_infra_provisioned(shape, cluster)
-            || ctx.held(&machine_name, Step::Bootstrap)
-            || !ctx.waited(&key, "bootstrap", ctx.config.delays.bootstrap)
-        {
-            return;
-        }
+    if !bootstrapped && !may_bootstrap(ctx, machine, bootstrap, cluster) {
+        return;
     }
     let secret_name = machine_name.clone();
     if world.get("Secret", ns, &secret_name).is_none() {
@@ -246,21 +191,56 @@ pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
     );
 
     // 2. Infrastructure (paused only by the infra machine's own annotation or the Cluster).
-    let provisioned = in_cloud.is_some();
+    if !provision(ctx, machine, (infra, cluster), &pid, in_cloud.is_some()) {
+        return;
+    }
+
+    // 3. The node joins. A Machine whose cloud machine exists while its status says nothing
+    // (copied by a move) is adopted: its status comes back at once, nothing is provisioned again.
+    let healthy = in_cloud.as_ref().is_none_or(|m| m.healthy);
+    let adopted = in_cloud.is_some() && !machine_infrastructure_provisioned(shape, machine);
+    if !has_node(shape, machine)
+        && !adopted
+        && (in_cloud.is_none()
+            || ctx.held(&machine_name, Step::Node)
+            || !ctx.waited(&key, "node", ctx.config.delays.node))
+    {
+        machine_status(ctx, machine, true, true, None);
+        return;
+    }
+    machine_status(ctx, machine, true, true, Some(healthy));
+}
+
+/// The Machine's infrastructure: its cloud machine created (unless it exists, or the infra
+/// machine is paused, held or waiting), its providerID and status set. `false` while it is not
+/// provisioned yet.
+fn provision(
+    ctx: &mut Ctx,
+    machine: &Value,
+    (infra, cluster): (&Value, &Value),
+    pid: &str,
+    provisioned: bool,
+) -> bool {
+    let (shape, time) = (ctx.shape, ctx.time.clone());
+    let (ns, machine_name, key) = (
+        namespace(machine),
+        name(machine).to_string(),
+        Ctx::key(machine),
+    );
     if !provisioned {
         if is_paused(Some(cluster), infra) {
             ctx.ensure_paused("DockerMachine", infra, Some(cluster));
             machine_status(ctx, machine, true, false, None);
-            return;
+            return false;
         }
         if ctx.held(&machine_name, Step::Infrastructure)
             || !ctx.waited(&key, "infrastructure", ctx.config.delays.infrastructure)
         {
             machine_status(ctx, machine, true, false, None);
-            return;
+            return false;
         }
         ctx.writes.push(Write::CloudCreateMachine {
-            provider_id: pid.clone(),
+            provider_id: pid.to_string(),
             machine: CloudMachine {
                 namespace: ns.to_string(),
                 cluster: cluster["metadata"]["name"]
@@ -289,21 +269,90 @@ pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
     );
     ctx.status("DockerMachine", infra, infra_status);
     ctx.patch("Machine", machine, json!({"spec": {"providerID": pid}}));
+    true
+}
 
-    // 3. The node joins. A Machine whose cloud machine exists while its status says nothing
-    // (copied by a move) is adopted: its status comes back at once, nothing is provisioned again.
-    let healthy = in_cloud.as_ref().is_none_or(|m| m.healthy);
-    let adopted = in_cloud.is_some() && !machine_infrastructure_provisioned(shape, machine);
-    if !has_node(shape, machine)
-        && !adopted
-        && (in_cloud.is_none()
-            || ctx.held(&machine_name, Step::Node)
-            || !ctx.waited(&key, "node", ctx.config.delays.node))
-    {
-        machine_status(ctx, machine, true, true, None);
+/// A Machine being deleted: released at once when a move deletes it (its infrastructure stays),
+/// else its infrastructure and bootstrap config are deleted first.
+fn delete_machine(
+    ctx: &mut Ctx,
+    machine: &Value,
+    bootstrap: Option<&Value>,
+    infra: Option<&Value>,
+) {
+    if annotated(machine, DELETE_FOR_MOVE) {
+        ctx.remove_finalizer("Machine", machine, MACHINE_FINALIZER);
         return;
     }
-    machine_status(ctx, machine, true, true, Some(healthy));
+    // Drain is instant here; delete the infrastructure and wait until it is gone.
+    if let Some(infra) = infra {
+        ctx.delete("DockerMachine", infra);
+        return;
+    }
+    if let Some(bootstrap) = bootstrap {
+        ctx.delete("KubeadmConfig", bootstrap);
+    }
+    ctx.remove_finalizer("Machine", machine, MACHINE_FINALIZER);
+}
+
+/// A Machine whose cloud machine cannot be found.
+fn cloud_machine_lost(ctx: &mut Ctx, machine: &Value) {
+    let shape = ctx.shape;
+    // Its cloud machine cannot be found: failed, as a MachineHealthCheck finds a Machine
+    // whose node is gone; its owner replaces it with a new one.
+    if !needs_remediation(shape, machine) {
+        let conditions = [
+            Cond::new(
+                "NodeHealthy",
+                false,
+                "NodeNotFound",
+                "the machine was not found in the cloud",
+            ),
+            Cond::new(
+                "OwnerRemediated",
+                false,
+                "WaitingForRemediation",
+                "Waiting for remediation",
+            ),
+        ];
+        let time = ctx.time.clone();
+        let status = shape.with_conditions(&Shape::status_of(machine), &conditions, &time);
+        ctx.status("Machine", machine, status);
+    }
+}
+
+/// Whether the bootstrap data of a Machine may be made now: not paused, the cluster's control
+/// plane initialised (or this Machine initialises it), its infrastructure ready, no hold, and the
+/// configured delay waited.
+fn may_bootstrap(ctx: &mut Ctx, machine: &Value, bootstrap: &Value, cluster: &Value) -> bool {
+    let (world, shape) = (ctx.world, ctx.shape);
+    let machine_name = name(machine).to_string();
+    let key = Ctx::key(machine);
+    let control_plane = machine["metadata"]["labels"]
+        .get(CONTROL_PLANE_LABEL)
+        .is_some();
+    if is_paused(Some(cluster), bootstrap) {
+        ctx.ensure_paused("KubeadmConfig", bootstrap, Some(cluster));
+        return false;
+    }
+    // The first control-plane Machine initialises the cluster; every other joins it.
+    let first = control_plane
+        && !cluster_cp_initialized(shape, cluster)
+        && !world.all("Machine").iter().any(|m| {
+            m["metadata"]["labels"].get(CONTROL_PLANE_LABEL).is_some()
+                && world.cluster_of(m).is_some_and(|c| uid(c) == uid(cluster))
+                && has_node(shape, m)
+        });
+    if !first && !cluster_cp_initialized(shape, cluster) {
+        return false;
+    }
+    if !super::cluster::cluster_infra_provisioned(shape, cluster)
+        || ctx.held(&machine_name, Step::Bootstrap)
+        || !ctx.waited(&key, "bootstrap", ctx.config.delays.bootstrap)
+    {
+        return false;
+    }
+    true
 }
 
 fn machine_infrastructure_provisioned(shape: Shape, machine: &Value) -> bool {

@@ -176,3 +176,7 @@ fn merge_conditions(
         }
     }
 }
+/// A condition whose reason says which way it is.
+pub fn flag(kind: &'static str, status: bool, yes: &'static str, no: &'static str) -> Cond {
+    Cond::new(kind, status, if status { yes } else { no }, "")
+}

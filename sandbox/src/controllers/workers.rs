@@ -11,7 +11,7 @@ use super::context::Ctx;
 use super::machine::{
     CLUSTER_NAME_LABEL, NewMachine, create_machine, has_node, needs_remediation, node_healthy,
 };
-use super::shape::{Cond, Shape};
+use super::shape::{Cond, Shape, flag};
 use super::world::{
     Write, annotated, controller_ref, controller_uid, deleting, name, namespace, uid,
 };
@@ -217,42 +217,7 @@ pub fn reconcile_set(ctx: &mut Ctx, set: &Value) {
             ctx.delete("Machine", machine);
         }
     } else if count < desired {
-        let template = &set["spec"]["template"]["spec"];
-        let infra = Shape::read_ref(&template["infrastructureRef"])
-            .and_then(|(_, n)| world.get("DockerMachineTemplate", namespace(set), &n));
-        let bootstrap = Shape::read_ref(&template["bootstrap"]["configRef"])
-            .and_then(|(_, n)| world.get("KubeadmConfigTemplate", namespace(set), &n));
-        if let Some(infra) = infra {
-            for _ in count..desired {
-                let mut labels: Map<String, Value> = set["spec"]["template"]["metadata"]["labels"]
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default();
-                labels.insert(CLUSTER_NAME_LABEL.into(), json!(name(cluster)));
-                labels.insert(SET_NAME_LABEL.into(), json!(name(set)));
-                for key in [DEPLOYMENT_NAME_LABEL, TEMPLATE_HASH_LABEL] {
-                    if let Some(v) = set["metadata"]["labels"].get(key) {
-                        labels.insert(key.into(), v.clone());
-                    }
-                }
-                let machine_name = ctx.new_name(name(set));
-                create_machine(
-                    ctx,
-                    NewMachine {
-                        owner_kind: "MachineSet",
-                        owner: set,
-                        cluster: name(cluster),
-                        name: machine_name,
-                        labels,
-                        infrastructure_template: infra,
-                        bootstrap_spec: bootstrap
-                            .map(|b| b["spec"]["template"]["spec"].clone())
-                            .unwrap_or(json!({})),
-                        version: template["version"].as_str().map(str::to_string),
-                    },
-                );
-            }
-        }
+        add_machines(ctx, set, cluster, desired - count);
     } else if count > desired {
         let mut victims = active.clone();
         // Machines marked for deletion first, then the newest.
@@ -274,12 +239,7 @@ pub fn reconcile_set(ctx: &mut Ctx, set: &Value) {
     let ready = active.iter().filter(|m| node_healthy(shape, m)).count() as i64;
     let time = ctx.time.clone();
     let mut conds = scaling_conds(count, desired).to_vec();
-    conds.push(Cond::new(
-        "MachinesReady",
-        ready == count,
-        if ready == count { "Ready" } else { "NotReady" },
-        "",
-    ));
+    conds.push(flag("MachinesReady", ready == count, "Ready", "NotReady"));
     let mut patch = shape.with_conditions(&Shape::status_of(set), &conds, &time);
     let selector = format!(
         "{CLUSTER_NAME_LABEL}={},{SET_NAME_LABEL}={}",
@@ -300,6 +260,47 @@ pub fn reconcile_set(ctx: &mut Ctx, set: &Value) {
     }
     ctx.status("MachineSet", set, patch);
     let _ = has_node;
+}
+
+/// `missing` more Machines of the set, from its template.
+fn add_machines(ctx: &mut Ctx, set: &Value, cluster: &Value, missing: i64) {
+    let world = ctx.world;
+    let template = &set["spec"]["template"]["spec"];
+    let infra = Shape::read_ref(&template["infrastructureRef"])
+        .and_then(|(_, n)| world.get("DockerMachineTemplate", namespace(set), &n));
+    let bootstrap = Shape::read_ref(&template["bootstrap"]["configRef"])
+        .and_then(|(_, n)| world.get("KubeadmConfigTemplate", namespace(set), &n));
+    if let Some(infra) = infra {
+        for _ in 0..missing {
+            let mut labels: Map<String, Value> = set["spec"]["template"]["metadata"]["labels"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            labels.insert(CLUSTER_NAME_LABEL.into(), json!(name(cluster)));
+            labels.insert(SET_NAME_LABEL.into(), json!(name(set)));
+            for key in [DEPLOYMENT_NAME_LABEL, TEMPLATE_HASH_LABEL] {
+                if let Some(v) = set["metadata"]["labels"].get(key) {
+                    labels.insert(key.into(), v.clone());
+                }
+            }
+            let machine_name = ctx.new_name(name(set));
+            create_machine(
+                ctx,
+                NewMachine {
+                    owner_kind: "MachineSet",
+                    owner: set,
+                    cluster: name(cluster),
+                    name: machine_name,
+                    labels,
+                    infrastructure_template: infra,
+                    bootstrap_spec: bootstrap
+                        .map(|b| b["spec"]["template"]["spec"].clone())
+                        .unwrap_or(json!({})),
+                    version: template["version"].as_str().map(str::to_string),
+                },
+            );
+        }
+    }
 }
 
 /// The Cluster owns the templates its machine templates reference (CAPI sets this owner).
