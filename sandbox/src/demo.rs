@@ -153,25 +153,7 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
         "# Two management clusters: {SOURCE_CONTEXT} and {TARGET_CONTEXT} (kubeconfig {})",
         kubeconfig.display()
     )?;
-    for name in [CLUSTER, SECOND] {
-        let mut workload = Workload::new("default", name);
-        workload.control_plane_replicas = 1;
-        workload.workers = 1;
-        env.create_workload(&workload).await?;
-        writeln!(
-            out,
-            "# Creating workload cluster {name} (1 control-plane Machine, 1 worker) in {SOURCE_CONTEXT}"
-        )?;
-    }
-    for name in [CLUSTER, SECOND] {
-        env.wait_provisioned(&env.source, "default", name, timeout)
-            .await?;
-        writeln!(
-            out,
-            "# {name}: {}",
-            Progress::of(&env.source.server, options.dialect, "default", name)
-        )?;
-    }
+    create_workloads(&env, options.dialect, timeout, out).await?;
 
     scale_up_control_plane(&env, options.dialect, CLUSTER, out).await?;
 
@@ -262,11 +244,60 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
     }
 
     writeln!(out)?;
+    let moved_all = moved_everything(&env, options.dialect, out)?;
+    report.moved = moved_all;
+    if !report.pending().is_empty() {
+        writeln!(
+            out,
+            "# {} step(s) pending in the plugin",
+            report.pending().len()
+        )?;
+    }
+    Ok(report)
+}
+
+/// The two workload clusters, each with one control-plane Machine and one worker, provisioned
+/// in the source.
+async fn create_workloads(
+    env: &Environment,
+    dialect: Dialect,
+    timeout: Duration,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    for name in [CLUSTER, SECOND] {
+        let mut workload = Workload::new("default", name);
+        workload.control_plane_replicas = 1;
+        workload.workers = 1;
+        env.create_workload(&workload).await?;
+        writeln!(
+            out,
+            "# Creating workload cluster {name} (1 control-plane Machine, 1 worker) in {SOURCE_CONTEXT}"
+        )?;
+    }
+    for name in [CLUSTER, SECOND] {
+        env.wait_provisioned(&env.source, "default", name, timeout)
+            .await?;
+        writeln!(
+            out,
+            "# {name}: {}",
+            Progress::of(&env.source.server, dialect, "default", name)
+        )?;
+    }
+
+    Ok(())
+}
+
+/// Whether both clusters are complete in the target with nothing left in the source; says so
+/// for each.
+fn moved_everything(
+    env: &Environment,
+    dialect: Dialect,
+    out: &mut dyn Write,
+) -> anyhow::Result<bool> {
     let mut moved_all = true;
     for name in [CLUSTER, SECOND] {
-        let source_left =
-            Progress::of(&env.source.server, options.dialect, "default", name).machines;
-        let target = Progress::of(&env.target.server, options.dialect, "default", name);
+        let source_left = Progress::of(&env.source.server, dialect, "default", name).machines;
+        let target = Progress::of(&env.target.server, dialect, "default", name);
         if source_left == 0 && target.complete() {
             writeln!(
                 out,
@@ -280,15 +311,7 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
             )?;
         }
     }
-    report.moved = moved_all;
-    if !report.pending().is_empty() {
-        writeln!(
-            out,
-            "# {} step(s) pending in the plugin",
-            report.pending().len()
-        )?;
-    }
-    Ok(report)
+    Ok(moved_all)
 }
 
 /// Scales a cluster's control plane from 1 to 3 with new nodes held back, so the next step meets

@@ -439,13 +439,6 @@ fn function_lengths(code: &str) -> Vec<(String, usize, usize)> {
 const MOST_LINES_PER_FILE: usize = 700;
 const MOST_LINES_PER_FUNCTION: usize = 120;
 
-/// What is still too long, being split in steps: this list only shrinks.
-const STILL_TOO_LONG: &[&str] = &[
-    "crate::bench::apiserver",
-    "crate::bin::capi-sandbox::main",
-    "crate::demo::run",
-];
-
 #[test]
 fn files_and_functions_stay_readable() {
     let mut too_long = BTreeMap::new();
@@ -472,26 +465,9 @@ fn files_and_functions_stay_readable() {
             }
         }
     }
-    if std::env::var_os("LAYOUT_SHOW").is_some() {
-        eprintln!("{too_long:#?}");
-    }
-    let new: Vec<String> = too_long
-        .iter()
-        .filter(|(what, _)| !STILL_TOO_LONG.contains(&what.as_str()))
-        .map(|(what, why)| format!("{what} ({why})"))
-        .collect();
     assert!(
-        new.is_empty(),
-        "no file over {MOST_LINES_PER_FILE} lines without its tests, no function over {MOST_LINES_PER_FUNCTION}:\n{}",
-        new.join("\n")
-    );
-    let fixed: Vec<&&str> = STILL_TOO_LONG
-        .iter()
-        .filter(|what| !too_long.contains_key(**what))
-        .collect();
-    assert!(
-        fixed.is_empty(),
-        "now short enough, so off STILL_TOO_LONG: {fixed:?}"
+        too_long.is_empty(),
+        "no file over {MOST_LINES_PER_FILE} lines without its tests, no function over {MOST_LINES_PER_FUNCTION}:\n{too_long:#?}"
     );
 }
 

@@ -246,6 +246,102 @@ async fn up(
     }
 }
 
+/// `serve`: one API server with the CRDs, until Ctrl-C.
+async fn serve(
+    port: u16,
+    kubeconfig: PathBuf,
+    dialect: Dialect,
+    (tls, token): (bool, Option<String>),
+) -> anyhow::Result<()> {
+    let server = ApiServer::new(ServerOptions {
+        tls,
+        token,
+        ..ServerOptions::default()
+    });
+    capi_sandbox::crds::install_with_inventory(&server, dialect)
+        .context("installing the Cluster API CRDs")?;
+    let serving = server.serve(port).await?;
+    write_kubeconfig(&kubeconfig, &[serving.kubeconfig_entry("sandbox")])?;
+    eprintln!("serving {} ({} CRDs)", serving.url, dialect.describe());
+    eprintln!("kubeconfig written to {}", kubeconfig.display());
+    eprintln!(
+        "try: kubectl --kubeconfig {} api-resources",
+        kubeconfig.display()
+    );
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}
+
+/// `scale`: a workload cluster's control plane and/or workers.
+async fn scale(
+    at: Running,
+    cluster: String,
+    (control_plane, workers): (Option<i64>, Option<i64>),
+) -> anyhow::Result<()> {
+    let Running {
+        kubeconfig,
+        context,
+        namespace,
+    } = at;
+    let client = client_for(&kubeconfig, &context).await?;
+    let version = core_version(&client).await?;
+    let scalers = [
+        (
+            control_plane,
+            "controlplane.cluster.x-k8s.io",
+            "KubeadmControlPlane",
+            format!("{cluster}-control-plane"),
+        ),
+        (
+            workers,
+            "cluster.x-k8s.io",
+            "MachineDeployment",
+            format!("{cluster}-md-0"),
+        ),
+    ];
+    for (replicas, group, kind, name) in scalers {
+        let Some(replicas) = replicas else {
+            continue;
+        };
+        capi_sandbox::api::merge_patch(
+            &client,
+            &format!("{group}/{version}"),
+            kind,
+            &namespace,
+            &name,
+            &json!({"spec": {"replicas": replicas}}),
+        )
+        .await?;
+        println!(
+            "{}.{group}/{name} scaled to {replicas}",
+            kind.to_lowercase()
+        );
+    }
+    Ok(())
+}
+
+/// `demo`: the story, told with the plugin against a fresh pair of management clusters.
+async fn demo(plugin: Option<PathBuf>, delay_ms: u64, dialect: Dialect) -> anyhow::Result<()> {
+    let plugin = match plugin {
+        Some(p) => p,
+        None => std::env::current_exe()?.with_file_name("kubectl-capi"),
+    };
+    if !plugin.exists() {
+        anyhow::bail!(
+            "{} not found; build it (cargo build -p kubectl-capi) or pass --plugin",
+            plugin.display()
+        );
+    }
+    let options = capi_sandbox::demo::DemoOptions {
+        plugin,
+        delays: Delays::millis(delay_ms),
+        dialect,
+    };
+    let mut stdout = std::io::stdout();
+    capi_sandbox::demo::run(&options, &mut stdout).await?;
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -256,73 +352,14 @@ async fn main() -> anyhow::Result<()> {
             dialect,
             tls,
             token,
-        } => {
-            let server = ApiServer::new(ServerOptions {
-                tls,
-                token,
-                ..ServerOptions::default()
-            });
-            capi_sandbox::crds::install_with_inventory(&server, dialect)
-                .context("installing the Cluster API CRDs")?;
-            let serving = server.serve(port).await?;
-            write_kubeconfig(&kubeconfig, &[serving.kubeconfig_entry("sandbox")])?;
-            eprintln!("serving {} ({} CRDs)", serving.url, dialect.describe());
-            eprintln!("kubeconfig written to {}", kubeconfig.display());
-            eprintln!(
-                "try: kubectl --kubeconfig {} api-resources",
-                kubeconfig.display()
-            );
-            tokio::signal::ctrl_c().await?;
-            Ok(())
-        }
+        } => serve(port, kubeconfig, dialect, (tls, token)).await,
         Command::Up(settings) => up(settings).await,
         Command::Scale {
-            at:
-                Running {
-                    kubeconfig,
-                    context,
-                    namespace,
-                },
+            at,
             cluster,
             control_plane,
             workers,
-        } => {
-            let client = client_for(&kubeconfig, &context).await?;
-            let version = core_version(&client).await?;
-            let scalers = [
-                (
-                    control_plane,
-                    "controlplane.cluster.x-k8s.io",
-                    "KubeadmControlPlane",
-                    format!("{cluster}-control-plane"),
-                ),
-                (
-                    workers,
-                    "cluster.x-k8s.io",
-                    "MachineDeployment",
-                    format!("{cluster}-md-0"),
-                ),
-            ];
-            for (replicas, group, kind, name) in scalers {
-                let Some(replicas) = replicas else {
-                    continue;
-                };
-                capi_sandbox::api::merge_patch(
-                    &client,
-                    &format!("{group}/{version}"),
-                    kind,
-                    &namespace,
-                    &name,
-                    &json!({"spec": {"replicas": replicas}}),
-                )
-                .await?;
-                println!(
-                    "{}.{group}/{name} scaled to {replicas}",
-                    kind.to_lowercase()
-                );
-            }
-            Ok(())
-        }
+        } => scale(at, cluster, (control_plane, workers)).await,
         Command::Node {
             at:
                 Running {
@@ -356,26 +393,7 @@ async fn main() -> anyhow::Result<()> {
             plugin,
             delay_ms,
             dialect,
-        } => {
-            let plugin = match plugin {
-                Some(p) => p,
-                None => std::env::current_exe()?.with_file_name("kubectl-capi"),
-            };
-            if !plugin.exists() {
-                anyhow::bail!(
-                    "{} not found; build it (cargo build -p kubectl-capi) or pass --plugin",
-                    plugin.display()
-                );
-            }
-            let options = capi_sandbox::demo::DemoOptions {
-                plugin,
-                delays: Delays::millis(delay_ms),
-                dialect,
-            };
-            let mut stdout = std::io::stdout();
-            capi_sandbox::demo::run(&options, &mut stdout).await?;
-            Ok(())
-        }
+        } => demo(plugin, delay_ms, dialect).await,
         Command::BenchMove {
             plugin,
             clusters,
