@@ -1,6 +1,20 @@
 //! Every label, annotation and group name users may search for, in one place.
 
 pub const CORE_GROUP: &str = "cluster.x-k8s.io";
+/// The kinds of the core group the commands read by name.
+pub const CLUSTER: &str = "Cluster";
+pub const CLUSTER_CLASS: &str = "ClusterClass";
+
+/// Whether `kind` of `group` is Cluster API's Cluster (not a provider's kind of that name).
+pub fn is_core_cluster(group: &str, kind: &str) -> bool {
+    group == CORE_GROUP && kind == CLUSTER
+}
+
+/// What the plugin's documents say they are (`-o json|yaml`): the output's API version.
+pub const OUTPUT_API_VERSION: &str = "kubectl-capi/v1";
+/// The version of the move journal's format (local file and cluster copy); it changes only when
+/// an older plugin could no longer read it.
+pub const JOURNAL_API_VERSION: &str = "kubectl-capi/v1";
 pub const CONTROL_PLANE_GROUP: &str = "controlplane.cluster.x-k8s.io";
 pub const INFRASTRUCTURE_GROUP: &str = "infrastructure.cluster.x-k8s.io";
 pub const BOOTSTRAP_GROUP: &str = "bootstrap.cluster.x-k8s.io";

@@ -249,7 +249,11 @@ async fn cluster_names(typed: &[String]) -> Option<Vec<(String, String)>> {
         .then(|| cluster.namespace(settings.scope.namespace.as_deref()));
     for version in ["v1beta2", "v1beta1"] {
         let resource = ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk(crate::names::CORE_GROUP, version, "Cluster"),
+            &kube::api::GroupVersionKind::gvk(
+                crate::names::CORE_GROUP,
+                version,
+                crate::names::CLUSTER,
+            ),
             "clusters",
         );
         let api: Api<DynamicObject> = match &namespace {

@@ -14,27 +14,7 @@ use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{OutputFormat, Settings};
 use crate::snapshot::watch::{Waited, until};
-use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
-
-/// The kinds a freeze reads: Clusters, the core scalers, health checks, every control plane
-/// kind and every infrastructure machine pool kind.
-pub fn kinds(catalog: &Catalog) -> Vec<KindKey> {
-    let core = ["Cluster", kinds::REMEDIATION]
-        .into_iter()
-        .chain(kinds::CORE_SCALERS.iter().map(|(kind, _)| *kind));
-    let mut wanted: Vec<KindKey> = core
-        .filter(|k| catalog.kind(CORE_GROUP, k).is_some())
-        .map(|k| key(CORE_GROUP, k))
-        .collect();
-    // Provider kinds that scale: control planes and infrastructure machine pools.
-    for info in catalog.kinds() {
-        let (group, kind) = (info.resource.group.as_str(), info.resource.kind.as_str());
-        if group != CORE_GROUP && kinds::role(group, kind).is_some() {
-            wanted.push(key(group, kind));
-        }
-    }
-    wanted
-}
+use crate::snapshot::{Fetch, ListScope, PAGE_SIZE, Snapshot};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -183,7 +163,7 @@ fn selected_clusters(
     settings: &Settings,
 ) -> Result<Vec<(String, String)>> {
     let (found, missing) = model::select_by_name(
-        listed.of_kind(CORE_GROUP, "Cluster"),
+        listed.of_kind(CORE_GROUP, crate::names::CLUSTER),
         &selection.clusters,
         |c| c.metadata.name.as_deref().unwrap_or_default(),
     );
@@ -226,7 +206,7 @@ pub async fn run_on(
     };
     let fetch = Fetch {
         scope: scope.clone(),
-        kinds: kinds(catalog),
+        kinds: crate::model::kinds::read_by_freeze(catalog),
         cluster_selector: settings.scope.selector.clone(),
         page_size: PAGE_SIZE,
     };
@@ -335,7 +315,7 @@ fn print_outcomes(
                 "ResumeResult"
             };
             printer.data(&printer.structured(&Result_ {
-                api_version: "kubectl-capi/v1",
+                api_version: crate::names::OUTPUT_API_VERSION,
                 kind,
                 items: outcomes.to_vec(),
             }))?;

@@ -5,41 +5,13 @@ use crate::cli::ReadyArgs;
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster, Connected};
 use crate::model::{self};
-use crate::names::{BOOTSTRAP_GROUP, CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
+use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
 use crate::ready::evaluate::{Options, Report, evaluate};
 use crate::ready::render::render;
 use crate::ready::wait::{Outcome, wait};
 use crate::settings::{Settings, shell_word};
-use crate::snapshot::{Fetch, KindKey, ListScope, PAGE_SIZE, Snapshot, key};
-
-/// The kinds the evaluation reads: the core kinds, and every non-template kind of the control
-/// plane, infrastructure and bootstrap providers. One LIST each, whatever the cluster count.
-pub fn kinds(catalog: &Catalog) -> Vec<KindKey> {
-    let core = [
-        "Cluster",
-        "ClusterClass",
-        "Machine",
-        model::kinds::REMEDIATION,
-    ]
-    .into_iter()
-    .chain(model::kinds::CORE_SCALERS.iter().map(|(kind, _)| *kind));
-    let mut kinds: Vec<KindKey> = core
-        .filter(|k| catalog.kind(CORE_GROUP, k).is_some())
-        .map(|k| key(CORE_GROUP, k))
-        .collect();
-    for info in catalog.kinds() {
-        let group = info.resource.group.as_str();
-        let provider = matches!(
-            group,
-            CONTROL_PLANE_GROUP | INFRASTRUCTURE_GROUP | BOOTSTRAP_GROUP
-        );
-        if provider && !info.resource.kind.ends_with("Template") {
-            kinds.push(key(group, &info.resource.kind));
-        }
-    }
-    kinds
-}
+use crate::snapshot::{Fetch, ListScope, PAGE_SIZE, Snapshot};
 
 /// The selection: scope, named clusters, and label selector.
 pub struct Selection {
@@ -65,7 +37,7 @@ pub fn selection(
     Selection {
         fetch: Fetch {
             scope,
-            kinds: kinds(catalog),
+            kinds: crate::model::kinds::read_by_ready(catalog),
             cluster_selector: settings.scope.selector.clone(),
             page_size: PAGE_SIZE,
         },
@@ -82,7 +54,7 @@ pub fn selection(
 
 /// Resolves named Clusters against the snapshot (any namespace with -A); unknown names are errors.
 pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<()> {
-    let clusters = snapshot.of_kind(CORE_GROUP, "Cluster");
+    let clusters = snapshot.of_kind(CORE_GROUP, crate::names::CLUSTER);
     let (found, missing) = model::select_by_name(clusters, &selection.names, |c| {
         c.metadata.name.as_deref().unwrap_or_default()
     });
@@ -140,7 +112,10 @@ pub async fn run_on(
         &settings.connection.as_flags(),
     )
     .await?;
-    if snapshot.of_kind(CORE_GROUP, "Cluster").is_empty() {
+    if snapshot
+        .of_kind(CORE_GROUP, crate::names::CLUSTER)
+        .is_empty()
+    {
         printer.info(&nothing_in_scope(&selection));
         if settings.output.is_structured() {
             printer.data(&render(

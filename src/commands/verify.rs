@@ -51,7 +51,11 @@ fn scope_of(moved: &[MovedCluster]) -> ListScope {
 /// Clusters and Machines for records without UIDs): read once, since nothing should bring it
 /// back.
 async fn source_snapshot(source: &Connected, moved: &[MovedCluster]) -> Result<Snapshot> {
-    let mut kinds: BTreeSet<_> = [key(CORE_GROUP, "Cluster"), key(CORE_GROUP, "Machine")].into();
+    let mut kinds: BTreeSet<_> = [
+        key(CORE_GROUP, crate::names::CLUSTER),
+        key(CORE_GROUP, "Machine"),
+    ]
+    .into();
     kinds.extend(
         moved
             .iter()
@@ -83,7 +87,7 @@ pub async fn verify(
     let (target, catalog) = (&ends.target.cluster, &ends.target.catalog);
     let fetch = Fetch {
         scope,
-        kinds: super::ready::kinds(catalog),
+        kinds: crate::model::kinds::read_by_ready(catalog),
         cluster_selector: None,
         page_size: PAGE_SIZE,
     };
@@ -304,7 +308,7 @@ async fn clusters_matching(
     selector: &str,
 ) -> Result<std::collections::BTreeSet<(String, String)>> {
     let catalog = crate::kube::Catalog::discover(cluster).await?;
-    let Some(info) = catalog.kind(crate::names::CORE_GROUP, "Cluster") else {
+    let Some(info) = catalog.kind(crate::names::CORE_GROUP, crate::names::CLUSTER) else {
         return Ok(Default::default());
     };
     let listed =

@@ -93,7 +93,7 @@ pub async fn run(args: &VersionArgs, settings: &Settings, printer: &Printer) -> 
         Some(management_cluster(&cluster).await?)
     };
     let report = VersionReport {
-        api_version: "kubectl-capi/v1",
+        api_version: crate::names::OUTPUT_API_VERSION,
         kind: "Version",
         plugin: crate::VERSION.to_string(),
         management_cluster: management,

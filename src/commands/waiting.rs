@@ -124,7 +124,7 @@ fn short_message(c: &ClusterReport) -> String {
         .checks
         .iter()
         .find(|check| check.status == crate::ready::evaluate::CheckStatus::Fail)
-        .map_or("", |check| check.check);
+        .map_or("", |check| check.check.as_str());
     format!(
         "{}/{} Machines with a node — waiting: {blocker}",
         c.machines.with_node, c.machines.total
@@ -137,13 +137,13 @@ mod tests {
 
     use super::*;
     use crate::model::ObjectRef;
-    use crate::ready::evaluate::{Check, CheckStatus, MachineCount};
+    use crate::ready::evaluate::{Check, CheckId, CheckStatus, MachineCount};
     use crate::settings::OutputFormat;
 
     fn cluster(name: &str, with_node: usize, blocker: Option<&str>) -> ClusterReport {
         let checks = blocker
             .map(|message| Check {
-                check: "machine-node",
+                check: CheckId::MachineNode,
                 status: CheckStatus::Fail,
                 object: ObjectRef {
                     api_version: "cluster.x-k8s.io/v1beta2".into(),

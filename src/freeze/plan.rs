@@ -11,7 +11,7 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 
 use crate::model::{ClusterView, ObjectRef, ScalerKind, ScalerView, TypedRef, has_annotation};
-use crate::names::{CORE_GROUP, FROZEN_BY_ANNOTATION, PAUSED_ANNOTATION};
+use crate::names::{CORE_GROUP, FROZEN_BY_ANNOTATION};
 use crate::snapshot::Snapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl Action {
 
 pub fn state_of(object: &DynamicObject) -> State {
     match (
-        has_annotation(object, PAUSED_ANNOTATION),
+        crate::model::is_paused_by_annotation(object),
         has_annotation(object, FROZEN_BY_ANNOTATION),
     ) {
         (false, _) => State::Unpaused,
@@ -118,10 +118,14 @@ pub fn targets(
     keep_remediation: bool,
 ) -> Vec<Target> {
     let mut out = Vec::new();
-    let Some(cluster_object) = snapshot.of_kind(CORE_GROUP, "Cluster").iter().find(|c| {
-        c.metadata.namespace.as_deref() == Some(namespace)
-            && c.metadata.name.as_deref() == Some(cluster)
-    }) else {
+    let Some(cluster_object) = snapshot
+        .of_kind(CORE_GROUP, crate::names::CLUSTER)
+        .iter()
+        .find(|c| {
+            c.metadata.namespace.as_deref() == Some(namespace)
+                && c.metadata.name.as_deref() == Some(cluster)
+        })
+    else {
         return out;
     };
     let view = ClusterView::read(cluster_object);
@@ -194,7 +198,7 @@ pub fn stuck_while_frozen(
     clusters: &[(String, String)],
 ) -> Vec<(ObjectRef, String)> {
     let references: Vec<ObjectRef> = snapshot
-        .of_kind(CORE_GROUP, "Cluster")
+        .of_kind(CORE_GROUP, crate::names::CLUSTER)
         .iter()
         .map(|o| ClusterView::read(o))
         .filter(|c| {
@@ -208,7 +212,7 @@ pub fn stuck_while_frozen(
                 snapshot.of_kind(&r.api_group, &r.kind).iter().any(|o| {
                     o.metadata.namespace.as_deref() == Some(c.reference.namespace.as_str())
                         && o.metadata.name.as_deref() == Some(r.name.as_str())
-                        && has_annotation(o, PAUSED_ANNOTATION)
+                        && crate::model::is_paused_by_annotation(o)
                 })
             })
         })
@@ -230,7 +234,7 @@ pub fn frozen_forever(snapshot: &Snapshot, clusters: &[ObjectRef]) -> Vec<(Objec
     clusters
         .iter()
         .filter_map(|reference| {
-            let object = snapshot.of_kind(CORE_GROUP, "Cluster").iter().find(|o| {
+            let object = snapshot.of_kind(CORE_GROUP, crate::names::CLUSTER).iter().find(|o| {
                 o.metadata.namespace.as_deref() == Some(reference.namespace.as_str())
                     && o.metadata.name.as_deref() == Some(reference.name.as_str())
             })?;

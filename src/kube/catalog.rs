@@ -243,13 +243,13 @@ impl Catalog {
 
     /// The API dialect of the core group: the version Clusters are read at.
     pub fn core_version(&self) -> Option<&str> {
-        self.kind(CORE_GROUP, "Cluster")
+        self.kind(CORE_GROUP, crate::names::CLUSTER)
             .map(|k| k.resource.version.as_str())
     }
 
     /// The contract the management cluster implements (`v1beta2` for CAPI ≥ 1.11).
     pub fn contract(&self) -> &str {
-        self.kind(CORE_GROUP, "Cluster")
+        self.kind(CORE_GROUP, crate::names::CLUSTER)
             .and_then(|k| k.storage_version.as_deref())
             .or(self.core_version())
             .unwrap_or("v1beta2")

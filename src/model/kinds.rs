@@ -3,6 +3,7 @@
 //! `ready`, `freeze` and `mover`. A new scaling kind is one entry here (and its tests).
 
 use super::ScalerKind;
+use crate::kube::Catalog;
 use crate::names::{BOOTSTRAP_GROUP, CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
 
 /// The core kinds that create and delete Machines, in the order freeze and ready take them.
@@ -74,7 +75,55 @@ pub fn status_evaluated(group: &str, kind: &str) -> bool {
 /// What a move pauses for its duration: Clusters (`spec.paused`) and ClusterClasses (the paused
 /// annotation).
 pub fn paused_by_move(group: &str, kind: &str) -> bool {
-    group == CORE_GROUP && matches!(kind, "Cluster" | "ClusterClass")
+    group == CORE_GROUP && matches!(kind, crate::names::CLUSTER | crate::names::CLUSTER_CLASS)
+}
+
+/// The kinds the evaluation reads: the core kinds, and every non-template kind of the control
+/// plane, infrastructure and bootstrap providers. One LIST each, whatever the cluster count.
+pub fn read_by_ready(catalog: &Catalog) -> Vec<(String, String)> {
+    let core = [
+        crate::names::CLUSTER,
+        "ClusterClass",
+        "Machine",
+        REMEDIATION,
+    ]
+    .into_iter()
+    .chain(CORE_SCALERS.iter().map(|(kind, _)| *kind));
+    let mut kinds: Vec<(String, String)> = core
+        .filter(|k| catalog.kind(CORE_GROUP, k).is_some())
+        .map(|k| (CORE_GROUP.to_string(), k.to_string()))
+        .collect();
+    for info in catalog.kinds() {
+        let group = info.resource.group.as_str();
+        let provider = matches!(
+            group,
+            CONTROL_PLANE_GROUP | INFRASTRUCTURE_GROUP | BOOTSTRAP_GROUP
+        );
+        if provider && !info.resource.kind.ends_with("Template") {
+            kinds.push((group.to_string(), info.resource.kind.clone()));
+        }
+    }
+    kinds
+}
+
+/// The kinds a freeze reads: Clusters, the core scalers, health checks, every control plane
+/// kind and every infrastructure machine pool kind.
+pub fn read_by_freeze(catalog: &Catalog) -> Vec<(String, String)> {
+    let core = [crate::names::CLUSTER, REMEDIATION]
+        .into_iter()
+        .chain(CORE_SCALERS.iter().map(|(kind, _)| *kind));
+    let mut wanted: Vec<(String, String)> = core
+        .filter(|k| catalog.kind(CORE_GROUP, k).is_some())
+        .map(|k| (CORE_GROUP.to_string(), k.to_string()))
+        .collect();
+    // Provider kinds that scale: control planes and infrastructure machine pools.
+    for info in catalog.kinds() {
+        let (group, kind) = (info.resource.group.as_str(), info.resource.kind.as_str());
+        if group != CORE_GROUP && role(group, kind).is_some() {
+            wanted.push((group.to_string(), kind.to_string()));
+        }
+    }
+    wanted
 }
 
 #[cfg(test)]

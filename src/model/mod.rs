@@ -51,6 +51,11 @@ pub struct ObjectRef {
 }
 
 impl ObjectRef {
+    /// Whether this is Cluster API's Cluster.
+    pub fn is_core_cluster(&self) -> bool {
+        crate::names::is_core_cluster(self.group(), &self.kind)
+    }
+
     pub fn of(object: &DynamicObject) -> ObjectRef {
         let types = object.types.clone().unwrap_or_default();
         ObjectRef {

@@ -263,8 +263,7 @@ async fn classes_across_namespaces(
         .objects
         .iter()
         .filter(|(o, i)| {
-            i.group == CORE_GROUP
-                && i.kind == "Cluster"
+            crate::names::is_core_cluster(&i.group, &i.kind)
                 && o.metadata.namespace.as_deref() == Some(moved)
         })
         .filter_map(|(o, _)| ClusterView::read(o).topology_class)

@@ -137,7 +137,7 @@ pub async fn run(
     let not_recorded = unpause(plan, source, target, options, progress, journal).await?;
     phases.unpause = lap_seconds();
     Ok(Summary {
-        api_version: "kubectl-capi/v1",
+        api_version: crate::names::OUTPUT_API_VERSION,
         kind: "MoveSummary",
         clusters,
         created: created.per_kind,

@@ -32,7 +32,7 @@ impl TypeInfo {
     ) -> TypeInfo {
         let hierarchy = matches!(
             (group, kind),
-            (CORE_GROUP, "Cluster")
+            (CORE_GROUP, crate::names::CLUSTER)
                 | (CORE_GROUP, "ClusterClass")
                 | (ADDONS_GROUP, "ClusterResourceSet")
         ) || labels.contains_key(MOVE_HIERARCHY_LABEL);
@@ -225,7 +225,10 @@ impl Graph {
             .filter(|n| {
                 !n.is_virtual()
                     && group_of(&n.reference.api_version) == CORE_GROUP
-                    && matches!(n.reference.kind.as_str(), "Cluster" | "ClusterClass")
+                    && matches!(
+                        n.reference.kind.as_str(),
+                        crate::names::CLUSTER | crate::names::CLUSTER_CLASS
+                    )
             })
             .map(|n| {
                 (
@@ -250,12 +253,13 @@ impl Graph {
             match (group_of(&reference.api_version), reference.kind.as_str()) {
                 ("", "Secret") if node.owners.is_empty() => {
                     if let Some((cluster, _)) = parse_cluster_secret(&reference.name)
-                        && let Some(owner) = find("Cluster", &reference.namespace, cluster)
+                        && let Some(owner) =
+                            find(crate::names::CLUSTER, &reference.namespace, cluster)
                     {
                         edges.push((node.uid.clone(), owner));
                     }
                 }
-                (CORE_GROUP, "Cluster") => {
+                (CORE_GROUP, crate::names::CLUSTER) => {
                     let view = ClusterView::read(object);
                     if let Some((class_ns, class)) = view.topology_class {
                         let class_ns = class_ns.unwrap_or_else(|| reference.namespace.clone());
@@ -266,7 +270,8 @@ impl Graph {
                 }
                 (ADDONS_GROUP, "ClusterResourceSetBinding") => {
                     if let Some(cluster) = object.data["spec"]["clusterName"].as_str()
-                        && let Some(owner) = find("Cluster", &reference.namespace, cluster)
+                        && let Some(owner) =
+                            find(crate::names::CLUSTER, &reference.namespace, cluster)
                     {
                         edges.push((node.uid.clone(), owner));
                     }
@@ -359,7 +364,7 @@ impl Graph {
         }) {
             let outside = node.reference.namespace != namespace;
             let used_elsewhere = self.nodes.values().any(|c| {
-                c.reference.kind == "Cluster"
+                c.reference.is_core_cluster()
                     && c.reference.namespace != namespace
                     && c.soft_owners.contains(&node.uid)
             });

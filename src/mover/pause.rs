@@ -60,7 +60,7 @@ pub(super) async fn patch_paused(
     let phase = if paused { Phase::Pause } else { Phase::Unpause };
     progress.begin(phase, objects.len());
     let answers: Vec<Result<()>> = stream::iter(objects.iter().map(|(resource, reference)| async move {
-        let patch = if reference.kind == "Cluster" {
+        let patch = if reference.is_core_cluster() {
             json!({"spec": {"paused": if paused { json!(true) } else { Value::Null }}})
         } else {
             json!({"metadata": {"annotations": {PAUSED_ANNOTATION: if paused { json!("") } else { Value::Null }}}})

@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use super::graph::{Graph, Node};
 use crate::model::ObjectRef;
-use crate::names::CORE_GROUP;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Excluded {
@@ -29,11 +28,7 @@ pub struct MovePlan {
 }
 
 fn is_cluster(node: &Node) -> bool {
-    node.reference.kind == "Cluster"
-        && node
-            .reference
-            .api_version
-            .starts_with(&format!("{CORE_GROUP}/"))
+    node.reference.is_core_cluster()
 }
 
 /// Which Clusters move: the selected ones, and those that stay (a move of named Clusters).
@@ -337,7 +332,7 @@ impl MovePlan {
         let scheduled: BTreeSet<&String> = self.groups.iter().flatten().collect();
         let is_cluster = |uid: &str| {
             let r = &self.node(uid).reference;
-            r.kind == "Cluster" && r.group() == CORE_GROUP
+            r.is_core_cluster()
         };
         let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         let mut roots: Vec<&str> = Vec::new();

@@ -14,7 +14,6 @@ use super::steps::{History, Move, Planned, Step};
 use crate::cli::DryRun;
 use crate::error::{Error, Result};
 use crate::model::ObjectRef;
-use crate::names::CORE_GROUP;
 use crate::output::ExitStatus;
 use crate::snapshot::ListScope;
 
@@ -28,11 +27,7 @@ impl Move<'_> {
         let all_clusters: Vec<&crate::mover::graph::Node> = graph
             .nodes
             .values()
-            .filter(|n| {
-                !n.is_virtual()
-                    && n.reference.kind == "Cluster"
-                    && n.reference.group() == CORE_GROUP
-            })
+            .filter(|n| !n.is_virtual() && n.reference.is_core_cluster())
             .filter(|n| {
                 self.namespace
                     .as_deref()
@@ -145,7 +140,7 @@ impl Move<'_> {
     ) -> Result<BTreeSet<String>> {
         let Some(clusters) = types
             .iter()
-            .find(|t| t.info.kind == "Cluster" && t.info.group == CORE_GROUP)
+            .find(|t| crate::names::is_core_cluster(&t.info.group, &t.info.kind))
         else {
             return Ok(BTreeSet::new());
         };

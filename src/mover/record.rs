@@ -8,7 +8,6 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 
 use super::journal::Journal;
 use crate::kube::{Cluster, FIELD_MANAGER};
-use crate::names::CORE_GROUP;
 use crate::verify::{Between, Copied, MovedCluster, RECORD_KEY, RECORD_LABEL};
 
 /// Writes the record of each Cluster `journal` moved into the target, at most `concurrency` at
@@ -50,8 +49,7 @@ pub async fn leave_in_target(
             .entries
             .iter()
             .find(|e| {
-                e.object.kind == "Cluster"
-                    && e.object.group() == CORE_GROUP
+                e.object.is_core_cluster()
                     && e.object.namespace == moved.cluster.namespace
                     && e.object.name == moved.cluster.name
             })

@@ -262,13 +262,13 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
             .or_default() += 1;
     }
     Ok(Summary {
-        api_version: "kubectl-capi/v1",
+        api_version: crate::names::OUTPUT_API_VERSION,
         kind: "MoveSummary",
         clusters: journal
             .journal
             .entries
             .iter()
-            .filter(|e| e.object.kind == "Cluster" && e.object.group() == CORE_GROUP)
+            .filter(|e| e.object.is_core_cluster())
             .map(|e| e.object.clone())
             .collect(),
         created,
@@ -376,7 +376,7 @@ pub async fn unfinished_moves(
     flags: &str,
 ) -> Result<Vec<UnfinishedMove>> {
     let paused: Vec<ClusterView> = snapshot
-        .of_kind(CORE_GROUP, "Cluster")
+        .of_kind(CORE_GROUP, crate::names::CLUSTER)
         .iter()
         .map(|c| ClusterView::read(c))
         .filter(ClusterView::is_paused)
@@ -417,7 +417,7 @@ pub async fn unfinished_moves(
                 clusters: journal
                     .paused
                     .iter()
-                    .filter(|r| r.kind == "Cluster" && r.group() == CORE_GROUP)
+                    .filter(|r| r.is_core_cluster())
                     .map(|r| (r.namespace.clone(), r.name.clone()))
                     .collect(),
                 resume: format!("{command} --resume"),

@@ -44,7 +44,7 @@ pub struct PlanReport {
 
 pub fn plan_report(plan: &MovePlan, clusters: &[ObjectRef], failures: Vec<String>) -> PlanReport {
     PlanReport {
-        api_version: "kubectl-capi/v1",
+        api_version: crate::names::OUTPUT_API_VERSION,
         kind: "MovePlan",
         clusters: clusters.to_vec(),
         groups: plan

@@ -12,7 +12,6 @@ use crate::cli::DryRun;
 use crate::error::{Error, Result};
 use crate::kube::Connected;
 use crate::model::ObjectRef;
-use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
 
 /// `--from-directory`: restore a backup into the cluster of the connection flags, after a
@@ -41,7 +40,7 @@ pub async fn restore(
         .graph
         .nodes
         .values()
-        .filter(|n| n.reference.kind == "Cluster" && n.reference.group() == CORE_GROUP)
+        .filter(|n| n.reference.is_core_cluster())
         .map(|n| n.reference.clone())
         .collect();
     if dry_run == DryRun::Client {

@@ -176,7 +176,7 @@ fn moved_clusters(planned: &Planned) -> Vec<crate::verify::MovedCluster> {
         .iter()
         .filter_map(|reference| {
             source
-                .of_kind(crate::names::CORE_GROUP, "Cluster")
+                .of_kind(crate::names::CORE_GROUP, crate::names::CLUSTER)
                 .iter()
                 .find(|o| crate::model::ObjectRef::of(o) == *reference)
         })

@@ -16,7 +16,8 @@ use crate::settings::shell_word;
 use crate::snapshot::Snapshot;
 
 pub use super::report::{
-    Check, CheckStatus, ClusterReport, Frozen, MachineCount, Options, Report, UnfinishedMove,
+    Check, CheckId, CheckStatus, ClusterReport, Frozen, MachineCount, Options, Report,
+    UnfinishedMove,
 };
 
 fn scaler_kind(object: &DynamicObject) -> Option<ScalerKind> {
@@ -70,7 +71,7 @@ impl<'a> ClusterScope<'a> {
     fn all_objects(&self) -> Vec<&'a DynamicObject> {
         let mut out: Vec<&DynamicObject> = vec![self.cluster_object];
         for (group, kind) in self.snapshot.kinds() {
-            if kind == "Cluster" && group == CORE_GROUP {
+            if crate::names::is_core_cluster(group, kind) {
                 continue;
             }
             out.extend(self.of(group, kind));
@@ -96,7 +97,7 @@ impl<'a> ClusterScope<'a> {
 
 pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Report {
     let mut clusters: Vec<&DynamicObject> = snapshot
-        .of_kind(CORE_GROUP, "Cluster")
+        .of_kind(CORE_GROUP, crate::names::CLUSTER)
         .iter()
         .map(|c| c.as_ref())
         .collect();
@@ -114,7 +115,7 @@ pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Report {
         .map(|c| evaluate_cluster(snapshot, c, options))
         .collect();
     Report {
-        api_version: "kubectl-capi/v1",
+        api_version: crate::names::OUTPUT_API_VERSION,
         kind: "ReadinessReport",
         // An empty scope blocks nothing (clusterctl moves it); Clusters named but not found are
         // not ready.
@@ -169,13 +170,7 @@ impl NextSteps {
 }
 
 impl Checks {
-    fn push(
-        &mut self,
-        check: &'static str,
-        status: CheckStatus,
-        object: &ObjectRef,
-        message: String,
-    ) {
+    fn push(&mut self, check: CheckId, status: CheckStatus, object: &ObjectRef, message: String) {
         self.list.push(Check {
             check,
             status,
@@ -246,7 +241,7 @@ fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
     // clusterctl P1–P3: they short-circuit per Cluster, as clusterctl's loop does.
     if !cluster.infrastructure_provisioned {
         checks.push(
-            "infrastructure-provisioned",
+            CheckId::InfrastructureProvisioned,
             CheckStatus::Fail,
             &cluster.reference,
             format!(
@@ -257,7 +252,7 @@ fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
         );
     } else {
         checks.push(
-            "infrastructure-provisioned",
+            CheckId::InfrastructureProvisioned,
             CheckStatus::Pass,
             &cluster.reference,
             "infrastructure provisioned".into(),
@@ -265,7 +260,7 @@ fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
         let v1beta1 = cluster.dialect == crate::model::Dialect::V1beta1;
         if cluster.control_plane_initialized_condition != Some(true) {
             checks.push(
-                "control-plane-initialized",
+                CheckId::ControlPlaneInitialized,
                 CheckStatus::Fail,
                 &cluster.reference,
                 format!(
@@ -281,14 +276,14 @@ fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
                 clusterctl::control_plane_not_initialized(&gvk, ns, name)
             };
             checks.push(
-                "control-plane-initialized",
+                CheckId::ControlPlaneInitialized,
                 CheckStatus::Fail,
                 &cluster.reference,
                 format!("{message}; wait for it with {}", checks.next.wait()),
             );
         } else {
             checks.push(
-                "control-plane-initialized",
+                CheckId::ControlPlaneInitialized,
                 CheckStatus::Pass,
                 &cluster.reference,
                 "control plane initialized".into(),
@@ -314,7 +309,7 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
                 &machine.reference.name,
             );
             checks.push(
-                "machine-node",
+                CheckId::MachineNode,
                 CheckStatus::Fail,
                 &machine.reference,
                 format!("{message}; wait for it with {}", checks.next.wait()),
@@ -322,7 +317,7 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
         }
         if machine.deleting {
             checks.push(
-                "machine-deleting",
+                CheckId::MachineDeleting,
                 CheckStatus::Fail,
                 &machine.reference,
                 format!(
@@ -338,7 +333,7 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
                 .find(|t| machine.condition(t).is_some_and(|c| !c.is_true()));
             if let Some(condition) = unhealthy {
                 checks.push(
-                    "node-health",
+                    CheckId::NodeHealth,
                     CheckStatus::fail_or_warn(options.strict),
                     &machine.reference,
                     format!(
@@ -357,7 +352,7 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
     let with_node = machines.iter().filter(|m| m.has_node).count();
     if !machines.is_empty() && with_node == machines.len() {
         checks.push(
-            "machine-node",
+            CheckId::MachineNode,
             CheckStatus::Pass,
             &cluster.reference,
             format!("all {} Machines have a node", machines.len()),
@@ -425,7 +420,7 @@ fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Chec
         }
         if view.autoscaled {
             checks.push(
-                "autoscaler",
+                CheckId::Autoscaler,
                 CheckStatus::Warn,
                 &view.reference,
                 format!(
@@ -457,7 +452,7 @@ fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Chec
             };
             match &state {
                 Some(_) => checks.push(
-                    "scaling",
+                    CheckId::Scaling,
                     CheckStatus::Warn,
                     &view.reference,
                     format!(
@@ -465,7 +460,7 @@ fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Chec
                     ),
                 ),
                 None => checks.push(
-                    "scaling",
+                    CheckId::Scaling,
                     CheckStatus::Fail,
                     &view.reference,
                     format!("{what}; freeze its scaling with {}", checks.next.pause()),
@@ -504,7 +499,7 @@ fn remediation(
             .collect();
         if mhc.unhealthy() > 0 || !marked.is_empty() {
             checks.push(
-                "remediation",
+                CheckId::Remediation,
                 // A frozen health check cannot remediate; it only warns.
                 CheckStatus::fail_or_warn(!mhc.paused_annotation),
                 &mhc.reference,
@@ -543,7 +538,7 @@ fn paused(
             ),
         };
         checks.push(
-            "cluster-paused",
+            CheckId::ClusterPaused,
             CheckStatus::Fail,
             &cluster.reference,
             format!(
@@ -565,7 +560,7 @@ fn paused(
             let view = ClusterClassView::read(class);
             if view.paused_annotation {
                 checks.push(
-                    "clusterclass-paused",
+                    CheckId::ClusterclassPaused,
                     CheckStatus::Fail,
                     &view.reference,
                     format!(
@@ -614,7 +609,7 @@ fn annotations_and_owners(scope: &ClusterScope<'_>, snapshot: &Snapshot, checks:
         let reference = ObjectRef::of(object);
         if has_annotation(object, BLOCK_MOVE_ANNOTATION) {
             checks.push(
-                "block-move",
+                CheckId::BlockMove,
                 CheckStatus::Info,
                 &reference,
                 format!(
@@ -629,7 +624,7 @@ fn annotations_and_owners(scope: &ClusterScope<'_>, snapshot: &Snapshot, checks:
                 && snapshot.by_uid(&owner.uid).is_none()
             {
                 checks.push(
-                    "dangling-owner",
+                    CheckId::DanglingOwner,
                     CheckStatus::Fail,
                     &reference,
                     format!(
@@ -774,7 +769,7 @@ mod tests {
             .checks
             .iter()
             .filter(|c| c.status == CheckStatus::Fail)
-            .map(|c| (c.check, c.message.clone()))
+            .map(|c| (c.check.as_str(), c.message.clone()))
             .collect()
     }
 

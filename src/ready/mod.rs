@@ -5,4 +5,4 @@ pub mod render;
 pub mod report;
 pub mod wait;
 
-pub use evaluate::{CheckStatus, Options, evaluate};
+pub use evaluate::{CheckId, CheckStatus, Options, evaluate};

@@ -5,6 +5,56 @@ use serde::Serialize;
 
 use crate::model::ObjectRef;
 
+/// The checks `ready` runs, by the stable identifiers the README documents (`machine-node`, …);
+/// documents carry them as those strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckId {
+    InfrastructureProvisioned,
+    ControlPlaneInitialized,
+    MachineNode,
+    MachineDeleting,
+    NodeHealth,
+    Scaling,
+    Autoscaler,
+    Remediation,
+    ClusterPaused,
+    ClusterclassPaused,
+    BlockMove,
+    DanglingOwner,
+}
+
+impl CheckId {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckId::InfrastructureProvisioned => "infrastructure-provisioned",
+            CheckId::ControlPlaneInitialized => "control-plane-initialized",
+            CheckId::MachineNode => "machine-node",
+            CheckId::MachineDeleting => "machine-deleting",
+            CheckId::NodeHealth => "node-health",
+            CheckId::Scaling => "scaling",
+            CheckId::Autoscaler => "autoscaler",
+            CheckId::Remediation => "remediation",
+            CheckId::ClusterPaused => "cluster-paused",
+            CheckId::ClusterclassPaused => "clusterclass-paused",
+            CheckId::BlockMove => "block-move",
+            CheckId::DanglingOwner => "dangling-owner",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for CheckId {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CheckStatus {
@@ -39,7 +89,7 @@ impl CheckStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
     /// A stable identifier of the check (e.g. `machine-node`), documented in the README.
-    pub check: &'static str,
+    pub check: CheckId,
     pub status: CheckStatus,
     pub object: ObjectRef,
     pub message: String,

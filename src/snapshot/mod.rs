@@ -211,8 +211,7 @@ impl Snapshot {
             };
             let api = list_api(cluster, info, &fetch.scope);
             let mut params = ListParams::default().limit(fetch.page_size);
-            if group == crate::names::CORE_GROUP
-                && kind == "Cluster"
+            if crate::names::is_core_cluster(group, kind)
                 && let Some(selector) = &fetch.cluster_selector
             {
                 params = params.labels(selector);

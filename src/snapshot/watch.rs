@@ -43,8 +43,7 @@ pub async fn until<T>(
         };
         let api = list_api(cluster, info, &fetch.scope);
         let mut config = watcher::Config::default();
-        if key.0 == crate::names::CORE_GROUP
-            && key.1 == "Cluster"
+        if crate::names::is_core_cluster(&key.0, &key.1)
             && let Some(selector) = &fetch.cluster_selector
         {
             config = config.labels(selector);

@@ -397,7 +397,7 @@ pub fn evaluate(
     flags: &str,
 ) -> VerificationReport {
     VerificationReport {
-        api_version: "kubectl-capi/v1",
+        api_version: crate::names::OUTPUT_API_VERSION,
         kind: "VerificationReport",
         source_checked: source.is_some(),
         clusters: moved
@@ -417,7 +417,12 @@ fn verify_cluster(
     let mut failed = Vec::new();
     let mut pending = Vec::new();
     let find_cluster = |snapshot: &Snapshot| {
-        named(snapshot.of_kind(CORE_GROUP, "Cluster"), namespace, name).cloned()
+        named(
+            snapshot.of_kind(CORE_GROUP, crate::names::CLUSTER),
+            namespace,
+            name,
+        )
+        .cloned()
     };
     let pause_hint = format!(
         "pause the Cluster (kubectl capi pause {name} -n {namespace}{flags}) and check the provider's version and credentials in the target"
@@ -604,11 +609,15 @@ fn replicas_kept(
 fn left_in(source: &Snapshot, moved: &MovedCluster) -> Vec<String> {
     if moved.deleted.is_empty() {
         let (namespace, name) = (&moved.cluster.namespace, &moved.cluster.name);
-        return named(source.of_kind(CORE_GROUP, "Cluster"), namespace, name)
-            .into_iter()
-            .chain(source.of_cluster(CORE_GROUP, "Machine", namespace, name))
-            .map(|o| ObjectRef::of(o).kind_and_place())
-            .collect();
+        return named(
+            source.of_kind(CORE_GROUP, crate::names::CLUSTER),
+            namespace,
+            name,
+        )
+        .into_iter()
+        .chain(source.of_cluster(CORE_GROUP, "Machine", namespace, name))
+        .map(|o| ObjectRef::of(o).kind_and_place())
+        .collect();
     }
     moved
         .deleted

@@ -196,7 +196,7 @@ impl Journal {
             }
         }
         let mut journal = Journal {
-            api_version: "kubectl-capi/v1".into(),
+            api_version: crate::names::JOURNAL_API_VERSION.into(),
             kind: "MoveJournal".into(),
             source,
             target,

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::kube::Cluster;
 use crate::model::ObjectRef;
 use crate::names::CORE_GROUP;
-use crate::ready::{CheckStatus, Options, evaluate};
+use crate::ready::{CheckId, CheckStatus, Options, evaluate};
 
 use super::create::already_exists;
 use super::discover::MoveType;
@@ -190,7 +190,11 @@ pub struct ThisMove<'a> {
 }
 
 /// The readiness checks that neither a freeze nor waiting clears.
-const WAITING_CANNOT_CLEAR: [&str; 3] = ["cluster-paused", "clusterclass-paused", "dangling-owner"];
+const WAITING_CANNOT_CLEAR: [CheckId; 3] = [
+    CheckId::ClusterPaused,
+    CheckId::ClusterclassPaused,
+    CheckId::DanglingOwner,
+];
 
 impl Default for ThisMove<'_> {
     fn default() -> Self {
@@ -284,9 +288,9 @@ fn source_checks(
         .filter(|c| c.status == CheckStatus::Fail)
         // Before freezing, only what the freeze and the wait cannot clear.
         .filter(|c| !this_move.before_freeze || WAITING_CANNOT_CLEAR.contains(&c.check))
-        .filter(|c| !(c.check == "cluster-paused" && paused_by_this_move.contains(&c.object)))
+        .filter(|c| !(c.check == CheckId::ClusterPaused && paused_by_this_move.contains(&c.object)))
         // Paused ClusterClasses are checked over the whole plan below, used or not.
-        .filter(|c| c.check != "clusterclass-paused")
+        .filter(|c| c.check != CheckId::ClusterclassPaused)
         .map(|c| Refusal::Source(c.message.clone()))
         .collect();
     let mut paused_classes: Vec<String> = plan
