@@ -127,6 +127,11 @@ pub enum OutputFormat {
 }
 
 impl OutputFormat {
+    /// A document (json, yaml): printed once, whole, with nothing else on stdout.
+    pub fn is_document(self) -> bool {
+        matches!(self, OutputFormat::Json | OutputFormat::Yaml)
+    }
+
     /// Machine-readable output: nothing but the data on stdout, never progress.
     pub fn is_structured(self) -> bool {
         matches!(

@@ -21,8 +21,9 @@ pub struct Connection {
     pub as_groups: Vec<String>,
     pub insecure_skip_tls_verify: bool,
     pub request_timeout: Option<Duration>,
-    /// `-v 6` and above: one stderr line per request (method, URL, status, time; never bodies).
-    pub log_requests: bool,
+    /// `-v 6` and above: where one line per request goes (method, URL, status, time; never
+    /// bodies).
+    pub request_log: Option<crate::output::Log>,
 }
 
 impl Connection {
@@ -153,7 +154,7 @@ impl Settings {
                 as_groups: args.as_group.clone(),
                 insecure_skip_tls_verify: args.insecure_skip_tls_verify,
                 request_timeout,
-                log_requests: args.verbosity.unwrap_or(0) >= 6,
+                request_log: (args.verbosity.unwrap_or(0) >= 6).then(crate::output::Log::stderr),
             },
             scope: Scope {
                 namespace: args.namespace.clone(),

@@ -11,23 +11,52 @@ use crate::freeze::plan::Action;
 use crate::kube::{Catalog, Cluster, Connected, Stop, lease};
 use crate::model::{self, HealthCheckView, ScalerView, kinds};
 use crate::names::CORE_GROUP;
-use crate::output::{ExitStatus, Printer};
-use crate::settings::{OutputFormat, Settings};
+use crate::output::{ExitStatus, Printer, Render};
+use crate::settings::Settings;
 use crate::snapshot::watch::{Waited, until};
 use crate::snapshot::{Fetch, ListScope, PAGE_SIZE, Snapshot};
 
+/// What a freeze or release did to each object.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Result_ {
+struct FreezeReport {
     api_version: &'static str,
     kind: &'static str,
     items: Vec<Outcome>,
+    #[serde(skip)]
+    dry_run: DryRun,
+}
+
+impl Render for FreezeReport {
+    /// `kind.group/name frozen` per object, as kubectl confirms.
+    fn table(&self, _: &Printer) -> String {
+        self.items
+            .iter()
+            .map(|o| {
+                format!(
+                    "{} {}{}\n",
+                    o.object.kubectl_name(),
+                    o.action.words(),
+                    self.dry_run.suffix()
+                )
+            })
+            .collect()
+    }
+
+    /// The objects it changed.
+    fn names(&self, _: &Printer) -> String {
+        self.items
+            .iter()
+            .filter(|o| o.action.writes())
+            .map(|o| format!("{}\n", o.object.kubectl_name()))
+            .collect()
+    }
 }
 
 /// Waits until every touched object reports `Paused` as wanted (objects reporting no `Paused`
 /// condition at all are not waited for).
 async fn wait_acknowledged(
-    verbose: bool,
+    log: Option<crate::output::Log>,
     cluster: &Cluster,
     catalog: &Catalog,
     fetch: &Fetch,
@@ -36,7 +65,7 @@ async fn wait_acknowledged(
     timeout: Duration,
 ) -> Result<bool> {
     let wanted = mode == Mode::Freeze;
-    let waited = until(verbose, cluster, catalog, fetch, timeout, |snapshot| {
+    let waited = until(log, cluster, catalog, fetch, timeout, |snapshot| {
         let mut all = true;
         let mut states = Vec::new();
         for outcome in outcomes.iter() {
@@ -256,7 +285,7 @@ pub async fn run_on(
             status = ExitStatus::Failure;
         }
     }
-    print_outcomes(mode, dry_run, &outcomes, settings, printer)?;
+    print_outcomes(mode, dry_run, &outcomes, printer)?;
     Ok((status, outcomes))
 }
 
@@ -281,7 +310,7 @@ async fn wait_for_controllers(
         ));
     }
     let acknowledged = wait_acknowledged(
-        printer.verbosity >= 4,
+        printer.log_at(4),
         &end.cluster,
         &end.catalog,
         fetch,
@@ -304,61 +333,37 @@ fn print_outcomes(
     mode: Mode,
     dry_run: DryRun,
     outcomes: &[Outcome],
-    settings: &Settings,
     printer: &Printer,
 ) -> Result<()> {
-    match settings.output {
-        OutputFormat::Json | OutputFormat::Yaml => {
-            let kind = if mode == Mode::Freeze {
-                "FreezeResult"
-            } else {
-                "ResumeResult"
-            };
-            printer.data(&printer.structured(&Result_ {
-                api_version: crate::names::OUTPUT_API_VERSION,
-                kind,
-                items: outcomes.to_vec(),
-            }))?;
+    printer.report(&FreezeReport {
+        api_version: crate::names::OUTPUT_API_VERSION,
+        kind: if mode == Mode::Freeze {
+            "FreezeResult"
+        } else {
+            "ResumeResult"
+        },
+        items: outcomes.to_vec(),
+        dry_run,
+    })?;
+    if printer.format.is_structured() {
+        return Ok(());
+    }
+    if mode == Mode::Freeze {
+        for outcome in outcomes.iter().filter(|o| o.autoscaled) {
+            printer.warn(&format!(
+                "{} is managed by an autoscaler: replica changes it makes while frozen take effect after resume",
+                outcome.object.kubectl_name()
+            ));
         }
-        OutputFormat::Name => {
-            let names: String = outcomes
-                .iter()
-                .filter(|o| o.action.writes())
-                .map(|o| format!("{}\n", o.object.kubectl_name()))
-                .collect();
-            printer.data(&names)?;
+        if outcomes.iter().any(|o| o.action == Action::Frozen) {
+            printer.info("note: a freeze stops Machine creation and deletion; spec.replicas changes (by users, the topology controller or cluster-autoscaler) take effect after `kubectl capi resume`");
         }
-        _ => {
-            let lines: String = outcomes
-                .iter()
-                .map(|o| {
-                    format!(
-                        "{} {}{}\n",
-                        o.object.kubectl_name(),
-                        o.action.words(),
-                        dry_run.suffix()
-                    )
-                })
-                .collect();
-            printer.data(&lines)?;
-            if mode == Mode::Freeze {
-                for outcome in outcomes.iter().filter(|o| o.autoscaled) {
-                    printer.warn(&format!(
-                        "{} is managed by an autoscaler: replica changes it makes while frozen take effect after resume",
-                        outcome.object.kubectl_name()
-                    ));
-                }
-                if outcomes.iter().any(|o| o.action == Action::Frozen) {
-                    printer.info("note: a freeze stops Machine creation and deletion; spec.replicas changes (by users, the topology controller or cluster-autoscaler) take effect after `kubectl capi resume`");
-                }
-            }
-            if !outcomes.iter().any(|o| o.action.writes()) {
-                printer.info(&format!(
-                    "nothing to {}: no object needed a change",
-                    verb(mode)
-                ));
-            }
-        }
+    }
+    if !outcomes.iter().any(|o| o.action.writes()) {
+        printer.info(&format!(
+            "nothing to {}: no object needed a change",
+            verb(mode)
+        ));
     }
     Ok(())
 }

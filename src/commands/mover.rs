@@ -287,7 +287,7 @@ impl Story<'_> {
             }
         };
         if !request.structured() {
-            super::verify::print(&verified.report, self.printer)?;
+            self.printer.report(&verified.report)?;
         }
         summary.verification = Some(verified.report);
         Ok(verified.status)

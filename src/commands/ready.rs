@@ -8,7 +8,7 @@ use crate::model::{self};
 use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
 use crate::ready::evaluate::{Options, Report, evaluate};
-use crate::ready::render::render;
+use crate::ready::render::Readiness;
 use crate::ready::wait::{Outcome, wait};
 use crate::settings::{Settings, shell_word};
 use crate::snapshot::{Fetch, ListScope, PAGE_SIZE, Snapshot};
@@ -118,11 +118,10 @@ pub async fn run_on(
     {
         printer.info(&nothing_in_scope(&selection));
         if settings.output.is_structured() {
-            printer.data(&render(
-                &evaluate(&snapshot, &selection.options),
-                printer,
-                false,
-            ))?;
+            printer.report(&Readiness {
+                report: &evaluate(&snapshot, &selection.options),
+                details: false,
+            })?;
         }
         return Ok(ExitStatus::Success);
     }
@@ -138,7 +137,7 @@ pub async fn run_on(
         let mut waiting = Waiting::new(printer, &report, !settings.output.is_structured());
         let on_change = |r: &Report| waiting.update(r);
         let waited = tokio::select! {
-            outcome = wait(printer.verbosity >= 4, cluster, catalog, &selection.fetch, &selection.options, timeout, on_change) => Some(outcome?),
+            outcome = wait(printer.log_at(4), cluster, catalog, &selection.fetch, &selection.options, timeout, on_change) => Some(outcome?),
             _ = tokio::signal::ctrl_c() => None,
         };
         waiting.finish();
@@ -174,6 +173,9 @@ pub async fn run_on(
             }
         }
     }
-    printer.data(&render(&report, printer, details))?;
+    printer.report(&Readiness {
+        report: &report,
+        details,
+    })?;
     Ok(status)
 }

@@ -114,7 +114,7 @@ pub async fn verify(
         ));
     }
     let waited = tokio::select! {
-        waited = until(printer.verbosity >= 4, target, catalog, &fetch, timeout, |target| {
+        waited = until(printer.log_at(4), target, catalog, &fetch, timeout, |target| {
             let report = evaluate_now(target);
             (report.verified() || report.failed(), report)
         }) => waited?,
@@ -147,22 +147,6 @@ async fn records_in(cluster: &Cluster, scope: &ListScope) -> Result<Vec<MovedClu
         .iter()
         .filter_map(MovedCluster::from_configmap)
         .collect())
-}
-
-/// Prints a report as the output format asks.
-pub fn print(report: &VerificationReport, printer: &Printer) -> Result<()> {
-    use crate::settings::OutputFormat;
-    match printer.format {
-        OutputFormat::Json | OutputFormat::Yaml => printer.data(&printer.structured(report)),
-        OutputFormat::Name => printer.data(
-            &report
-                .clusters
-                .iter()
-                .map(|c| format!("{}\n", c.cluster.kubectl_name()))
-                .collect::<String>(),
-        ),
-        OutputFormat::Table | OutputFormat::Wide => printer.data(&report.text()),
-    }
 }
 
 /// The source's connection for `verify`: the user's flags with `--from-kubeconfig` and
@@ -262,7 +246,7 @@ pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> R
         flags: settings.connection.as_flags(),
     };
     let verified = verify(&ends, &moved, args.wait.then_some(args.timeout), printer).await?;
-    print(&verified.report, printer)?;
+    printer.report(&verified.report)?;
     if ends.source.is_none() {
         printer.info(
             "note: the source was not checked for what the move left there; pass --from-context (and --from-kubeconfig) to check it",

@@ -7,8 +7,8 @@ use crate::cli::VersionArgs;
 use crate::error::Result;
 use crate::kube::{Catalog, Cluster};
 use crate::names::CLUSTERCTL_GROUP;
-use crate::output::{ExitStatus, Printer};
-use crate::settings::{OutputFormat, Settings};
+use crate::output::{ExitStatus, Printer, Render};
+use crate::settings::Settings;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -98,32 +98,33 @@ pub async fn run(args: &VersionArgs, settings: &Settings, printer: &Printer) -> 
         plugin: crate::VERSION.to_string(),
         management_cluster: management,
     };
-    match settings.output {
-        OutputFormat::Json | OutputFormat::Yaml => printer.data(&printer.structured(&report))?,
-        _ => {
-            let mut text = format!("Plugin version: v{}\n", report.plugin);
-            if let Some(m) = &report.management_cluster {
-                text.push_str(&format!("Management cluster: {}\n", m.server));
-                text.push_str(&format!(
-                    "Cluster API version: {}\n",
-                    m.cluster_api_version
-                        .as_deref()
-                        .unwrap_or("unknown (no clusterctl inventory)")
-                ));
-                text.push_str(&format!(
-                    "API dialect: {}\n",
-                    m.api_dialect.as_deref().unwrap_or("unknown")
-                ));
-                for p in &m.providers {
-                    text.push_str(&format!(
-                        "Provider: {} ({}) {} in {}\n",
-                        p.name, p.type_, p.version, p.namespace
-                    ));
-                }
-                text.push_str(&format!("Kinds: {}\n", m.kinds.join(", ")));
-            }
-            printer.data(&text)?;
-        }
-    }
+    printer.report(&report)?;
     Ok(ExitStatus::Success)
+}
+
+impl Render for VersionReport {
+    fn table(&self, _: &Printer) -> String {
+        let mut text = format!("Plugin version: v{}\n", self.plugin);
+        if let Some(m) = &self.management_cluster {
+            text.push_str(&format!("Management cluster: {}\n", m.server));
+            text.push_str(&format!(
+                "Cluster API version: {}\n",
+                m.cluster_api_version
+                    .as_deref()
+                    .unwrap_or("unknown (no clusterctl inventory)")
+            ));
+            text.push_str(&format!(
+                "API dialect: {}\n",
+                m.api_dialect.as_deref().unwrap_or("unknown")
+            ));
+            for p in &m.providers {
+                text.push_str(&format!(
+                    "Provider: {} ({}) {} in {}\n",
+                    p.name, p.type_, p.version, p.namespace
+                ));
+            }
+            text.push_str(&format!("Kinds: {}\n", m.kinds.join(", ")));
+        }
+        text
+    }
 }

@@ -294,7 +294,7 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         client: retrying(
             client,
             RetrySettings {
-                log_requests: connection.log_requests,
+                log: connection.request_log.clone(),
                 request_timeout,
                 base_url: url.as_str().into(),
                 ..RetrySettings::default()

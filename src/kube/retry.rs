@@ -42,8 +42,8 @@ pub struct RetrySettings {
     pub max_backoff: Duration,
     /// The longest `Retry-After` honoured; a longer one fails the request instead.
     pub max_retry_after: Duration,
-    /// kubectl's `-v 6`: a stderr line per request and answer, never a body.
-    pub log_requests: bool,
+    /// kubectl's `-v 6`: where a line per request and answer goes, never a body.
+    pub log: Option<crate::output::Log>,
     /// The server's URL, to print requests in full (the client adds it below this layer).
     pub base_url: std::sync::Arc<str>,
 }
@@ -56,7 +56,7 @@ impl Default for RetrySettings {
             backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(5),
             max_retry_after: Duration::from_secs(60),
-            log_requests: false,
+            log: None,
             base_url: "".into(),
         }
     }
@@ -164,20 +164,21 @@ pub async fn send(
         } else {
             None
         };
-        let line = settings.log_requests.then(|| {
+        let line = settings.log.as_ref().map(|log| {
             (
+                log.clone(),
                 request.method().clone(),
                 request.uri().clone(),
                 std::time::Instant::now(),
             )
         });
         let log = |answer: &Result<Response<Body>, kube::Error>| {
-            if let Some((method, uri, started)) = &line {
+            if let Some((sink, method, uri, started)) = &line {
                 let status = match answer {
                     Ok(r) => r.status().to_string(),
                     Err(e) => format!("failed ({e})"),
                 };
-                crate::output::Printer::log(&format!(
+                sink.line(&format!(
                     "{method} {}{uri} {status} in {} milliseconds",
                     settings.base_url,
                     started.elapsed().as_millis()

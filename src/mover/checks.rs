@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::namespaces::remove_namespaces;
 use super::preflight::{ThisMove, preflight};
-use super::report::{plan_report, plan_text, rendered, wide_tree};
+use super::report::{plan_report, rendered};
 use super::steps::{Checked, History, Move, Planned, Step};
 use crate::cli::DryRun;
 use crate::error::{Error, Result};
@@ -164,11 +164,8 @@ impl Move<'_> {
         let structured = self.request.structured();
         if !failures.is_empty() {
             if structured {
-                self.printer.data(&self.printer.structured(&plan_report(
-                    plan,
-                    clusters,
-                    failures.clone(),
-                )))?;
+                self.printer
+                    .report(&plan_report(plan, clusters, failures.clone()))?;
             }
             // Exactly what it wrote and undid: "nothing was written" only when nothing was.
             let heading = match (self.request.freeze, checked.removed_namespaces.as_slice()) {
@@ -200,20 +197,13 @@ impl Move<'_> {
             remove_namespaces(&target.cluster, &checked.made_namespaces).await;
         }
         let report = plan_report(plan, clusters, Vec::new());
-        if structured {
-            self.printer.data(&self.printer.structured(&report))?;
-        } else {
-            self.printer.data(&plan_text(
-                &report,
-                wide_tree(plan, self.request).as_deref(),
-            ))?;
-            if dry_run == DryRun::Server {
-                for note in &checked.unchecked {
-                    self.printer.info(note);
-                }
-                self.printer
-                    .info("preflight passed: the move can start now");
+        self.printer.report(&report)?;
+        if !structured && dry_run == DryRun::Server {
+            for note in &checked.unchecked {
+                self.printer.info(note);
             }
+            self.printer
+                .info("preflight passed: the move can start now");
         }
         Ok(Step::Stop(ExitStatus::Success))
     }

@@ -9,7 +9,7 @@ use super::graph::Graph;
 use super::journal::{self, Stage};
 use super::plan::{MovePlan, plan};
 use super::preflight::{ThisMove, preflight};
-use super::report::{plan_report, plan_text, rendered, wide_tree};
+use super::report::{plan_report, rendered};
 use super::steps::{History, Move, Planned, Step};
 use crate::cli::DryRun;
 use crate::error::{Error, Result};
@@ -198,10 +198,8 @@ impl Move<'_> {
             return Ok(ExitStatus::Failure);
         }
         if self.request.dry_run != DryRun::None {
-            self.printer.data(&plan_text(
-                &plan_report(plan, clusters, Vec::new()),
-                wide_tree(plan, self.request).as_deref(),
-            ))?;
+            self.printer
+                .report(&plan_report(plan, clusters, Vec::new()))?;
             return Ok(ExitStatus::Success);
         }
         let from = Source {

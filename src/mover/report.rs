@@ -12,8 +12,8 @@ use super::plan::{Excluded, MovePlan, TreeNode};
 use super::request::{MoveRequest, scope_flags};
 use crate::error::Result;
 use crate::model::ObjectRef;
-use crate::output::Printer;
 use crate::output::table::table;
+use crate::output::{Printer, Render};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -32,7 +32,9 @@ pub struct PlannedObject {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PlanReport {
+pub struct PlanReport<'p> {
+    #[serde(skip)]
+    plan: &'p MovePlan,
     api_version: &'static str,
     kind: &'static str,
     clusters: Vec<ObjectRef>,
@@ -42,8 +44,13 @@ pub struct PlanReport {
     preflight_failures: Vec<String>,
 }
 
-pub fn plan_report(plan: &MovePlan, clusters: &[ObjectRef], failures: Vec<String>) -> PlanReport {
+pub fn plan_report<'p>(
+    plan: &'p MovePlan,
+    clusters: &[ObjectRef],
+    failures: Vec<String>,
+) -> PlanReport<'p> {
     PlanReport {
+        plan,
         api_version: crate::names::OUTPUT_API_VERSION,
         kind: "MovePlan",
         clusters: clusters.to_vec(),
@@ -115,11 +122,6 @@ fn tree_text(forest: &[TreeNode]) -> String {
         }
     }
     out
-}
-
-/// The ownership tree, drawn with `-o wide`.
-pub fn wide_tree(plan: &MovePlan, request: &MoveRequest) -> Option<Vec<TreeNode>> {
-    (request.output == crate::cli::OutputFormat::Wide).then(|| plan.tree())
 }
 
 pub fn plan_text(report: &PlanReport, tree: Option<&[TreeNode]>) -> String {
@@ -210,23 +212,39 @@ pub fn warn_skipped(printer: &Printer, skipped: &[Skipped]) {
     }
 }
 
-/// The move's summary: a document, or lines with warnings and notes on stderr.
-pub fn print_summary(request: &MoveRequest, printer: &Printer, summary: &Summary) -> Result<()> {
-    if request.structured() {
-        printer.data(&printer.structured(&summary))?;
-    } else {
-        let created: usize = summary.created.values().sum();
+impl Render for PlanReport<'_> {
+    fn table(&self, _: &Printer) -> String {
+        plan_text(self, None)
+    }
+
+    /// The plan with the ownership tree.
+    fn wide(&self, _: &Printer) -> String {
+        plan_text(self, Some(&self.plan.tree()))
+    }
+}
+
+impl Render for Summary {
+    /// A line for the move, one per Cluster.
+    fn table(&self, _: &Printer) -> String {
+        let created: usize = self.created.values().sum();
         let mut text = format!(
             "moved {} Cluster(s): {created} objects created in the target, {} deleted from the source, {} copied and kept in the source ({:.1}s)\n",
-            summary.clusters.len(),
-            summary.deleted,
-            summary.kept_in_source,
-            summary.seconds
+            self.clusters.len(),
+            self.deleted,
+            self.kept_in_source,
+            self.seconds
         );
-        for cluster in &summary.clusters {
+        for cluster in &self.clusters {
             text.push_str(&format!("{} moved\n", cluster.kubectl_name()));
         }
-        printer.data(&text)?;
+        text
+    }
+}
+
+/// The move's summary: a document, or lines with warnings and notes on stderr.
+pub fn print_summary(request: &MoveRequest, printer: &Printer, summary: &Summary) -> Result<()> {
+    printer.report(summary)?;
+    if !printer.documents() {
         warn_skipped(printer, &summary.skipped);
         for e in &summary.excluded {
             printer.warn(&format!(

@@ -110,7 +110,7 @@ impl MoveRequest {
 
     /// Tables and text (progress on stderr), or one document at the end.
     pub fn structured(&self) -> bool {
-        matches!(self.output, OutputFormat::Json | OutputFormat::Yaml)
+        self.output.is_document()
     }
 
     /// The command as the user would type it: the Clusters, both ends, the scope and every

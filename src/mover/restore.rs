@@ -6,7 +6,7 @@ use super::discover::move_types;
 use super::namespaces::remove_namespaces;
 use super::preflight::{ThisMove, dry_run_creates};
 use super::progress::Progress;
-use super::report::{plan_report, plan_text, rendered, wide_tree};
+use super::report::{plan_report, rendered};
 use super::request::MoveRequest;
 use crate::cli::DryRun;
 use crate::error::{Error, Result};
@@ -44,10 +44,7 @@ pub async fn restore(
         .map(|n| n.reference.clone())
         .collect();
     if dry_run == DryRun::Client {
-        printer.data(&plan_text(
-            &plan_report(&plan, &clusters, Vec::new()),
-            wide_tree(&plan, request).as_deref(),
-        ))?;
+        printer.report(&plan_report(&plan, &clusters, Vec::new()))?;
         return Ok(ExitStatus::Success);
     }
     let checked = dry_run_creates(
@@ -73,10 +70,7 @@ pub async fn restore(
     }
     if dry_run == DryRun::Server {
         remove_namespaces(cluster, &checked.made_namespaces).await;
-        printer.data(&plan_text(
-            &plan_report(&plan, &clusters, Vec::new()),
-            wide_tree(&plan, request).as_deref(),
-        ))?;
+        printer.report(&plan_report(&plan, &clusters, Vec::new()))?;
         printer.info("preflight passed: the restore can start now");
         return Ok(ExitStatus::Success);
     }

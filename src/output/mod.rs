@@ -3,4 +3,4 @@
 pub mod printer;
 pub mod table;
 
-pub use printer::{ExitStatus, Printer, on_panic};
+pub use printer::{ExitStatus, Log, Printer, Render, report_panic};

@@ -8,8 +8,8 @@ use indicatif::ProgressDrawTarget;
 use serde::Serialize;
 
 use crate::cli::ColorChoice;
+use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
-use crate::settings::OutputFormat;
 
 /// How a command ended; mapped to the process exit code in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum ExitStatus {
     Interrupted,
     /// 141: stdout was closed (`| head`); ended quietly, as kubectl ends on SIGPIPE.
     BrokenPipe,
-    /// 101: a bug — the plugin panicked (see [`on_panic`]).
+    /// 101: a bug — the plugin panicked (see [`report_panic`]).
     Bug,
 }
 
@@ -235,9 +235,10 @@ impl Printer {
         eprintln!("{message}");
     }
 
-    /// A line from a layer below the commands that holds no printer (a request at `-v 6`).
-    pub fn log(line: &str) {
-        eprintln!("{line}");
+    /// Where a layer below the commands writes its lines at verbosity `level` and above (a
+    /// watch's errors at 4, each request at 6): handed down with the work, never reached for.
+    pub fn log_at(&self, level: u8) -> Option<Log> {
+        (self.verbosity >= level).then(Log::stderr)
     }
 
     pub fn info(&self, message: &str) {
@@ -246,16 +247,35 @@ impl Printer {
         }
     }
 
-    /// Serialises `value` as the chosen structured format (json or yaml).
-    pub fn structured<T: Serialize>(&self, value: &T) -> String {
-        match self.format {
-            OutputFormat::Yaml => serde_saphyr::to_string(value).unwrap_or_default(),
-            _ => {
-                let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
-                text.push('\n');
-                text
-            }
-        }
+    /// Writes `report` on stdout in the form `-o` asks for: the one place the output format is
+    /// decided. A document that cannot be serialised is an error, never an empty stdout.
+    pub fn report<R: Render>(&self, report: &R) -> Result<()> {
+        let text = match self.format {
+            OutputFormat::Json | OutputFormat::Yaml => self.document(report)?,
+            OutputFormat::Name => report.names(self),
+            OutputFormat::Wide => report.wide(self),
+            OutputFormat::Table => report.table(self),
+        };
+        self.data(&text)
+    }
+
+    /// Whether `-o` asks for a document (json, yaml): what a report says, and nothing else, on
+    /// stdout, once.
+    pub fn documents(&self) -> bool {
+        self.format.is_document()
+    }
+
+    /// `value` as the chosen document format (yaml, else json).
+    fn document<T: Serialize>(&self, value: &T) -> Result<String> {
+        let text = match self.format {
+            OutputFormat::Yaml => serde_saphyr::to_string(value).map_err(|e| e.to_string()),
+            _ => serde_json::to_string_pretty(value)
+                .map(|text| text + "\n")
+                .map_err(|e| e.to_string()),
+        };
+        text.map_err(|e| {
+            Error::Output(format!("cannot write the output as {:?}: {e}", self.format))
+        })
     }
 
     /// Colours a status word when colour is on.
@@ -272,6 +292,49 @@ impl Printer {
     }
 }
 
+/// The lines a layer without a printer may write (requests at `-v 6`, a watch's errors at
+/// `-v 4`): a sink handed to it, so what it writes is decided here and a test can collect it.
+#[derive(Clone)]
+pub struct Log(std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl Log {
+    /// Lines on stderr, as kubectl's `-v`.
+    pub fn stderr() -> Log {
+        Log(std::sync::Arc::new(|line| eprintln!("{line}")))
+    }
+
+    /// Lines handed to `write` (tests).
+    pub fn to(write: impl Fn(&str) + Send + Sync + 'static) -> Log {
+        Log(std::sync::Arc::new(write))
+    }
+
+    pub fn line(&self, text: &str) {
+        (self.0)(text);
+    }
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Log")
+    }
+}
+
+/// What a command reports, in every form `-o` offers: a document (its `Serialize`), a table,
+/// a wide table and names. A new format is a variant of `OutputFormat` and an arm of
+/// [`Printer::report`] (with a method here when reports say it their own way).
+pub trait Render: Serialize {
+    /// The human form (`-o` unset).
+    fn table(&self, printer: &Printer) -> String;
+    /// `-o wide`: the table with what only fits a wide terminal.
+    fn wide(&self, printer: &Printer) -> String {
+        self.table(printer)
+    }
+    /// `-o name`: `kind.group/name` lines of the objects the report is about.
+    fn names(&self, printer: &Printer) -> String {
+        self.table(printer)
+    }
+}
+
 fn write_all(out: &mut dyn Write, text: &str, newline: bool) -> std::io::Result<()> {
     out.write_all(text.as_bytes())?;
     if newline {
@@ -279,32 +342,27 @@ fn write_all(out: &mut dyn Write, text: &str, newline: bool) -> std::io::Result<
     }
     out.flush()
 }
-/// A panic is a bug: one line on stderr that says so (a backtrace only with `RUST_BACKTRACE`),
-/// then exit 101 at once — also when a background task panics, which would otherwise leave the
-/// command going on with half a client. Journals and the lease are written so that a process
-/// ended at any point is resumed or taken over.
-pub fn on_panic() {
-    std::panic::set_hook(Box::new(|info| {
-        let payload = info.payload();
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".to_string());
-        let place = info
-            .location()
-            .map(|l| format!(" ({}:{})", l.file(), l.line()))
-            .unwrap_or_default();
-        eprintln!(
-            "error: kubectl-capi {} failed: {}{place}; this is a bug, please report it",
-            env!("CARGO_PKG_VERSION"),
-            message.lines().next().unwrap_or_default()
-        );
-        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
-            eprintln!("{}", std::backtrace::Backtrace::force_capture());
-        }
-        std::process::exit(ExitStatus::Bug.code().into());
-    }));
+/// A panic is a bug: one line on stderr that says so (a backtrace only with `RUST_BACKTRACE`).
+/// The binary's hook says it, then ends the process with [`ExitStatus::Bug`].
+pub fn report_panic(info: &std::panic::PanicHookInfo<'_>) {
+    let payload = info.payload();
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string());
+    let place = info
+        .location()
+        .map(|l| format!(" ({}:{})", l.file(), l.line()))
+        .unwrap_or_default();
+    eprintln!(
+        "error: kubectl-capi {} failed: {}{place}; this is a bug, please report it",
+        env!("CARGO_PKG_VERSION"),
+        message.lines().next().unwrap_or_default()
+    );
+    if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+        eprintln!("{}", std::backtrace::Backtrace::force_capture());
+    }
 }
 
 #[cfg(test)]
@@ -327,6 +385,33 @@ mod tests {
         }
         for status in ExitStatus::ALL {
             assert!(status.meaning().len() + 7 <= 100, "{status:?}");
+        }
+    }
+
+    /// A report whose document cannot be written.
+    struct Unwritable;
+
+    impl Serialize for Unwritable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> std::result::Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("a map key that is not a string"))
+        }
+    }
+
+    impl Render for Unwritable {
+        fn table(&self, _: &Printer) -> String {
+            String::new()
+        }
+    }
+
+    #[test]
+    fn a_document_that_cannot_be_written_is_an_error_not_an_empty_stdout() {
+        for format in [OutputFormat::Json, OutputFormat::Yaml] {
+            let printer = Printer::plain(format);
+            let error = printer.report(&Unwritable).unwrap_err();
+            assert!(
+                error.to_string().contains("a map key that is not a string"),
+                "{format:?}: {error}"
+            );
         }
     }
 }

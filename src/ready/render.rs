@@ -1,9 +1,8 @@
 //! What `ready` prints: a table (kubectl-like), wide, per-check details, json/yaml, names.
 
 use super::evaluate::{CheckStatus, ClusterReport, Report};
-use crate::output::Printer;
 use crate::output::table::table;
-use crate::settings::OutputFormat;
+use crate::output::{Printer, Render};
 
 fn ready_word(printer: &Printer, ready: bool) -> String {
     printer.status_word(if ready { "True" } else { "False" }, ready)
@@ -125,14 +124,37 @@ pub fn names_text(report: &Report) -> String {
         .collect()
 }
 
-/// The whole output of one evaluation in the chosen format.
-pub fn render(report: &Report, printer: &Printer, details: bool) -> String {
-    match printer.format {
-        OutputFormat::Json | OutputFormat::Yaml => printer.structured(report),
-        OutputFormat::Name => names_text(report),
-        OutputFormat::Wide if details => details_text(report, printer),
-        OutputFormat::Wide => table_text(report, printer, true),
-        OutputFormat::Table if details => details_text(report, printer),
-        OutputFormat::Table => table_text(report, printer, false),
+/// One evaluation as `ready` shows it: a line per Cluster, or every check of each with
+/// `details` (one Cluster asked for, or `--details`).
+pub struct Readiness<'a> {
+    pub report: &'a Report,
+    pub details: bool,
+}
+
+impl serde::Serialize for Readiness<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.report.serialize(serializer)
+    }
+}
+
+impl Render for Readiness<'_> {
+    fn table(&self, printer: &Printer) -> String {
+        if self.details {
+            details_text(self.report, printer)
+        } else {
+            table_text(self.report, printer, false)
+        }
+    }
+
+    fn wide(&self, printer: &Printer) -> String {
+        if self.details {
+            details_text(self.report, printer)
+        } else {
+            table_text(self.report, printer, true)
+        }
+    }
+
+    fn names(&self, _: &Printer) -> String {
+        names_text(self.report)
     }
 }

@@ -17,7 +17,7 @@ pub enum Outcome {
 
 /// Watches until the evaluation says ready or `timeout` passes; `on_change` sees every new report.
 pub async fn wait(
-    verbose: bool,
+    log: Option<crate::output::Log>,
     cluster: &Cluster,
 
     catalog: &Catalog,
@@ -27,7 +27,7 @@ pub async fn wait(
     mut on_change: impl FnMut(&Report),
 ) -> Result<Outcome> {
     let mut last: Option<String> = None;
-    let waited = until(verbose, cluster, catalog, fetch, timeout, |snapshot| {
+    let waited = until(log, cluster, catalog, fetch, timeout, |snapshot| {
         let report = evaluate(snapshot, options);
         let fingerprint = serde_json::to_string(&report).unwrap_or_default();
         if last.as_deref() != Some(&fingerprint) {

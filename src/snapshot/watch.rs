@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use super::{Fetch, KindKey, Snapshot, list_api, set_types};
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster};
-use crate::output::Printer;
+use crate::output::Log;
 
 pub enum Waited<T> {
     Done(T),
@@ -24,7 +24,7 @@ pub enum Waited<T> {
 /// Evaluates `evaluate` on a fresh snapshot after every change; returns when it says done, or
 /// an error when the server is lost.
 pub async fn until<T>(
-    verbose: bool,
+    log: Option<Log>,
     cluster: &Cluster,
 
     catalog: &Catalog,
@@ -65,6 +65,7 @@ pub async fn until<T>(
         let tx = tick_tx.clone();
         let lost_tx = lost_tx.clone();
         let kind = key.1.clone();
+        let log = log.clone();
         tasks.push(tokio::spawn(async move {
             let mut stream = stream.boxed();
             let mut failing_since: Option<Instant> = None;
@@ -75,8 +76,8 @@ pub async fn until<T>(
                         let _ = tx.try_send(());
                     }
                     Err(error) => {
-                        if verbose {
-                            Printer::log(&format!("watching {kind}: {error}"));
+                        if let Some(log) = &log {
+                            log.line(&format!("watching {kind}: {error}"));
                         }
                         let since = *failing_since.get_or_insert_with(Instant::now);
                         if since.elapsed() > patience {

@@ -664,6 +664,19 @@ fn describe(condition: &conditions::Condition) -> String {
     text
 }
 
+impl crate::output::Render for VerificationReport {
+    fn table(&self, _: &crate::output::Printer) -> String {
+        self.text()
+    }
+
+    fn names(&self, _: &crate::output::Printer) -> String {
+        self.clusters
+            .iter()
+            .map(|c| format!("{}\n", c.cluster.kubectl_name()))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
