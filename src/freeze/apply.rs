@@ -4,7 +4,6 @@
 //! MachineSet between listing and patching).
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde::Serialize;
@@ -12,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::plan::{Action, Target, freeze_action, resume_action, state_of, targets};
 use crate::error::{Error, Result};
+use crate::kube::retry::{is_conflict, retry_conflicts};
 use crate::kube::{Catalog, Cluster};
 use crate::model::ObjectRef;
 use crate::names::{FROZEN_BY_ANNOTATION, PAUSED_ANNOTATION};
@@ -19,7 +19,6 @@ use crate::snapshot::{Fetch, Snapshot};
 
 /// Passes of a freeze before giving up on objects that keep appearing.
 const MAX_PASSES: usize = 10;
-const CONFLICT_RETRIES: u32 = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -102,45 +101,31 @@ async fn patch_one(
         ..PatchParams::default()
     };
     params.dry_run = request.dry_run == DryRun::Server;
-    let mut resource_version = target.resource_version.clone();
-    let mut action = decide(request.mode, target);
-    for attempt in 0..=CONFLICT_RETRIES {
-        if !action.writes() {
-            return Ok(action);
+    let name = &target.object.name;
+    let mut current = target.clone();
+    let written = retry_conflicts(async |attempt| {
+        if attempt > 0 {
+            let fresh = api.get(name).await?;
+            current = Target {
+                state: state_of(&fresh),
+                resource_version: fresh.metadata.resource_version.clone().unwrap_or_default(),
+                ..target.clone()
+            };
         }
-        let patch = annotations_patch(request.mode, &request.marker, &resource_version);
-        match api
-            .patch(&target.object.name, &params, &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => return Ok(action),
-            Err(kube::Error::Api(status)) if status.code == 409 && attempt < CONFLICT_RETRIES => {
-                tokio::time::sleep(Duration::from_millis(20 * (1 << attempt))).await;
-                let current = api.get(&target.object.name).await.map_err(|e| {
-                    cluster.api_error(e, &format!("reading {}", target.object.kubectl_name()))
-                })?;
-                resource_version = current
-                    .metadata
-                    .resource_version
-                    .clone()
-                    .unwrap_or_default();
-                let fresh = Target {
-                    state: state_of(&current),
-                    resource_version: resource_version.clone(),
-                    ..target.clone()
-                };
-                action = decide(request.mode, &fresh);
-            }
-            Err(e) => {
-                return Err(
-                    cluster.api_error(e, &format!("patching {}", target.object.kubectl_name()))
-                );
-            }
+        let action = decide(request.mode, &current);
+        if action.writes() {
+            let patch = annotations_patch(request.mode, &request.marker, &current.resource_version);
+            api.patch(name, &params, &Patch::Merge(&patch)).await?;
         }
-    }
-    Err(Error::Api {
-        context: format!("patching {}", target.object.kubectl_name()),
-        message: "conflicts persisted; try again".into(),
+        Ok(action)
+    })
+    .await;
+    written.map_err(|e| match e {
+        e if is_conflict(&e) => Error::Api {
+            context: format!("patching {}", target.object.kubectl_name()),
+            message: "conflicts persisted; try again".into(),
+        },
+        e => cluster.api_error(e, &format!("patching {}", target.object.kubectl_name())),
     })
 }
 

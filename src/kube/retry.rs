@@ -74,6 +74,34 @@ impl RetrySettings {
     }
 }
 
+/// How many times a write with a precondition is tried when it keeps meeting conflicts.
+pub const CONFLICT_ATTEMPTS: u32 = 6;
+
+/// Whether a write was refused because what it was based on changed (409 Conflict): its
+/// precondition cannot pass again unchanged, so the writer re-reads and decides again.
+pub fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409 && status.reason == "Conflict")
+}
+
+/// The one policy for a write that carries a precondition: `write` (told its attempt, 0 first;
+/// from 1 on it re-reads what it is based on) is tried again while it meets a conflict, backing
+/// off as the retry layer does, at most [`CONFLICT_ATTEMPTS`] times. The last answer is returned.
+pub async fn retry_conflicts<T>(
+    mut write: impl AsyncFnMut(u32) -> Result<T, kube::Error>,
+) -> Result<T, kube::Error> {
+    let settings = RetrySettings::default();
+    let mut attempt = 0;
+    loop {
+        match write(attempt).await {
+            Err(e) if is_conflict(&e) && attempt + 1 < CONFLICT_ATTEMPTS => {
+                attempt += 1;
+                tokio::time::sleep(settings.backoff(attempt)).await;
+            }
+            answer => return answer,
+        }
+    }
+}
+
 /// What to do with an answer.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -434,5 +462,57 @@ mod tests {
         .unwrap();
         let body = status.into_body().collect_bytes().await.unwrap();
         assert_eq!(body, b"{\"kind\":\"Status\"}".as_slice());
+    }
+
+    fn conflict() -> kube::Error {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code: 409,
+            reason: "Conflict".into(),
+            ..kube::core::Status::default()
+        }))
+    }
+
+    #[tokio::test]
+    async fn a_write_meeting_conflicts_is_tried_again_a_bounded_number_of_times() {
+        let mut attempts = Vec::new();
+        let written = retry_conflicts(async |attempt| {
+            attempts.push(attempt);
+            if attempt < 2 {
+                Err(conflict())
+            } else {
+                Ok("written")
+            }
+        })
+        .await;
+        assert_eq!(written.unwrap(), "written");
+        assert_eq!(
+            attempts,
+            [0, 1, 2],
+            "each attempt told its number, to re-read from 1 on"
+        );
+
+        let mut tried = 0;
+        let answer: Result<(), _> = retry_conflicts(async |_| {
+            tried += 1;
+            Err(conflict())
+        })
+        .await;
+        assert!(
+            answer.is_err_and(|e| is_conflict(&e)),
+            "the last answer is returned"
+        );
+        assert_eq!(tried, CONFLICT_ATTEMPTS);
+
+        let mut tried = 0;
+        let other: Result<(), _> = retry_conflicts(async |_| {
+            tried += 1;
+            Err(kube::Error::Api(Box::new(kube::core::Status {
+                code: 422,
+                ..kube::core::Status::default()
+            })))
+        })
+        .await;
+        assert!(other.is_err());
+        assert_eq!(tried, 1, "anything but a conflict is answered at once");
     }
 }

@@ -24,6 +24,7 @@ use super::requests::{Writes, api, kind_key, params, type_of};
 use super::schedule::Schedule;
 use crate::kube::Connected;
 use crate::kube::Stop;
+use crate::kube::retry::retry_conflicts;
 
 /// The body to create in the target: server-owned fields cleared, owners rebuilt with the
 /// target's UIDs, managedFields returned separately (a create ignores them; a patch restores them).
@@ -117,19 +118,18 @@ pub(super) async fn overwrite(
             &format!("updating {} in the target", reference.kubectl_name()),
         )
     };
-    for attempt in 0.. {
+    retry_conflicts(async |attempt| {
+        if attempt > 0 {
+            existing = api.get(&reference.name).await?;
+        }
         let mut replacement = object.clone();
         replacement.metadata.uid = existing.metadata.uid.clone();
         replacement.metadata.resource_version = existing.metadata.resource_version.clone();
-        match api.replace(&reference.name, &write, &replacement).await {
-            Ok(_) => return Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "Conflict" && attempt < 4 => {
-                existing = api.get(&reference.name).await.map_err(failed)?;
-            }
-            Err(e) => return Err(failed(e)),
-        }
-    }
-    unreachable!("the loop returns")
+        api.replace(&reference.name, &write, &replacement).await
+    })
+    .await
+    .map(|_| ())
+    .map_err(failed)
 }
 
 /// The refusal for an object that is in the target but not because of this move.

@@ -90,7 +90,9 @@ pub(super) async fn patch_paused(
 }
 
 /// Re-reads the planned objects (after pausing, so they arrive paused) and waits until none
-/// carries block-move, within one global timeout. Objects outside the plan are not kept.
+/// carries block-move, within one global timeout: the objects that still carry it are watched
+/// until they drop it (or go), then everything is read again. Objects outside the plan are not
+/// kept.
 pub(super) async fn read_when_unblocked(
     source: &Cluster,
     types: &[MoveType],
@@ -99,7 +101,6 @@ pub(super) async fn read_when_unblocked(
     (timeout, keep): (Duration, impl Fn(&MoveType) -> Keep),
 ) -> Result<Fresh> {
     let deadline = Instant::now() + timeout;
-    let mut delay = Duration::from_millis(100);
     loop {
         let (objects, mut managed_fields) =
             list_objects_keeping(source, types, scope, &keep).await?;
@@ -109,13 +110,16 @@ pub(super) async fn read_when_unblocked(
             .filter(|(uid, _)| plan.scheduled.contains(uid))
             .collect();
         managed_fields.retain(|uid, _| fresh.contains_key(uid));
-        let blocked: Vec<String> = plan
+        let blocked: Vec<&ObjectRef> = plan
             .groups
             .iter()
             .flatten()
-            .filter_map(|uid| fresh.get(uid))
-            .filter(|o| crate::model::has_annotation(o, BLOCK_MOVE_ANNOTATION))
-            .map(|o| ObjectRef::of(o).kubectl_name())
+            .filter(|uid| {
+                fresh
+                    .get(*uid)
+                    .is_some_and(|o| crate::model::has_annotation(o, BLOCK_MOVE_ANNOTATION))
+            })
+            .map(|uid| &plan.node(uid).reference)
             .collect();
         if blocked.is_empty() {
             return Ok(Fresh {
@@ -123,17 +127,40 @@ pub(super) async fn read_when_unblocked(
                 managed_fields,
             });
         }
-        if Instant::now() > deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             return Err(Error::Api {
                 context: "waiting for block-move".into(),
                 message: format!(
                     "resource is not ready to move: {} still carries {BLOCK_MOVE_ANNOTATION}; the source stays paused — unpause its Clusters or run the move again",
-                    blocked.join(", ")
+                    blocked
+                        .iter()
+                        .map(|r| r.kubectl_name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             });
         }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(2));
+        let unblocked = blocked.iter().filter_map(|reference| {
+            let t = type_of(types, reference)?;
+            let api = api(source, &t.resource, &reference.namespace);
+            Some(kube::runtime::wait::await_condition(
+                api,
+                &reference.name,
+                |o: Option<&DynamicObject>| {
+                    o.is_none_or(|o| !crate::model::has_annotation(o, BLOCK_MOVE_ANNOTATION))
+                },
+            ))
+        });
+        // Out of time: the next read says which still carry it.
+        if let Ok(watched) =
+            tokio::time::timeout(left, futures::future::try_join_all(unblocked)).await
+        {
+            watched.map_err(|e| Error::Api {
+                context: "waiting for block-move".into(),
+                message: e.to_string(),
+            })?;
+        }
     }
 }
 

@@ -1030,3 +1030,74 @@ async fn the_whole_story_connects_each_end_once() {
         );
     }
 }
+
+/// clusterctl's block-move: a provider that annotates an object holds the move, after pausing,
+/// until it removes the annotation. The move watches the objects that carry it — it does not
+/// poll the source — and goes on when the annotation is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_waits_on_a_watch_for_block_move_to_go() {
+    let pair = Pair::start(Dialect::V1beta2, &[workload("held", 1, 0)]).await;
+    let source = pair.env.source.server.clone();
+    let client = source.client();
+    let annotate = |value: Value| {
+        let client = client.clone();
+        async move {
+            capi_sandbox::api::merge_patch(
+                &client,
+                "infrastructure.cluster.x-k8s.io/v1beta2",
+                "DockerCluster",
+                "default",
+                "held",
+                &json!({"metadata": {"annotations": {"clusterctl.cluster.x-k8s.io/block-move": value}}}),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    annotate(json!("")).await;
+    let lists = || {
+        source
+            .requests()
+            .iter()
+            .filter(|r| {
+                r.agent.starts_with("kubectl-capi/")
+                    && r.verb == "list"
+                    && r.resource == "dockerclusters"
+            })
+            .count()
+    };
+    let watched = || {
+        source.requests().iter().any(|r| {
+            r.agent.starts_with("kubectl-capi/")
+                && r.verb == "watch"
+                && r.resource == "dockerclusters"
+        })
+    };
+    let mover = pair.move_(&["held"]);
+    let unblock = async {
+        crate::common::wait_until("the move to watch the blocked DockerCluster", watched).await;
+        let while_blocked = lists();
+        annotate(Value::Null).await;
+        while_blocked
+    };
+    let (out, lists_while_blocked) = tokio::join!(mover, unblock);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        lists() - lists_while_blocked,
+        1,
+        "one read once the annotation is gone, no polling meanwhile"
+    );
+    assert!(
+        pair.env
+            .target
+            .server
+            .object(
+                "infrastructure.cluster.x-k8s.io",
+                "dockerclusters",
+                "default",
+                "held"
+            )
+            .is_some(),
+        "moved once unblocked"
+    );
+}
