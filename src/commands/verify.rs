@@ -27,11 +27,7 @@ pub struct Ends<'a> {
     pub flags: String,
 }
 
-/// How a verification ended: its report, and the exit status it means.
-pub struct Verified {
-    pub report: VerificationReport,
-    pub status: ExitStatus,
-}
+pub use crate::verify::Verified;
 
 /// The one namespace of `namespaces`, or every namespace.
 fn scope_over<'a>(namespaces: impl IntoIterator<Item = &'a str>) -> ListScope {

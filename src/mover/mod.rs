@@ -27,6 +27,7 @@ pub mod same_cluster;
 mod scenarios;
 pub mod schedule;
 mod steps;
+mod story;
 mod writes;
 
 use crate::error::Result;
@@ -37,11 +38,13 @@ use progress::Progress;
 use request::MoveRequest;
 pub use steps::Finished;
 use steps::{Move, Step};
+pub(crate) use story::{Around, run};
 
-/// `kubectl capi move` itself, as clusterctl's `move()` reads: a short list of named steps —
-/// what earlier runs recorded, the plan, every check, then the writes (pause, create, delete,
-/// unpause; see [`execute`]), each journalled. `stop` is Ctrl-C or the loss of the lease.
-pub async fn run(
+/// The move itself, as clusterctl's `move()` reads: a short list of named steps — what earlier
+/// runs recorded, the plan, every check, then the writes (pause, create, delete, unpause; see
+/// [`execute`]), each journalled. `stop` is Ctrl-C or the loss of the lease. [`run`] is the
+/// whole command around it.
+pub async fn move_once(
     request: &MoveRequest,
     ends: &Ends,
     (printer, progress): (&Printer, &dyn Progress),

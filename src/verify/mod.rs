@@ -664,6 +664,12 @@ fn describe(condition: &conditions::Condition) -> String {
     text
 }
 
+/// How a verification ended: its report, and the exit status it means.
+pub struct Verified {
+    pub report: VerificationReport,
+    pub status: crate::output::ExitStatus,
+}
+
 impl crate::output::Render for VerificationReport {
     fn table(&self, _: &crate::output::Printer) -> String {
         self.text()
