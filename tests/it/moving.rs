@@ -155,9 +155,10 @@ async fn the_seed_story_end_to_end() {
     )
     .await
     .unwrap();
-    while source.controllers.holds.waiting().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    crate::common::wait_until("the new Machine's node to be held", || {
+        !source.controllers.holds.waiting().is_empty()
+    })
+    .await;
     let cloud_before = pair.env.cloud.totals();
     let before = pair.objects(&pair.env.source, "default").len();
 
@@ -859,9 +860,10 @@ async fn one_command_freezes_waits_moves_and_releases_the_freeze_in_the_target()
     )
     .await
     .unwrap();
-    while source.controllers.holds.waiting().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    crate::common::wait_until("the new Machine's node to be held", || {
+        !source.controllers.holds.waiting().is_empty()
+    })
+    .await;
     let cloud_before = pair.env.cloud.totals();
     // While the node is held, the wait times out: exit 1, nothing moved, the freeze stays and
     // the message says how to go on.

@@ -34,12 +34,11 @@ async fn scaling_environment(dir: &std::path::Path) -> Environment {
     )
     .await
     .unwrap();
-    for _ in 0..500 {
-        if !env.source.controllers.holds.waiting().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let holds = env.source.controllers.holds.clone();
+    crate::common::wait_until("the new Machine's node to be held", || {
+        !holds.waiting().is_empty()
+    })
+    .await;
     env
 }
 

@@ -160,15 +160,17 @@ async fn dynamic_objects_round_trip() {
 
 #[tokio::test]
 async fn watcher_sees_changes_and_resumes() {
-    let (_server, client) = capi_server(Dialect::V1beta2);
+    let (server, client) = capi_server(Dialect::V1beta2);
     let (resource, _) = cluster_api(&client, true).await;
     let clusters: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
     let mut events = watcher(clusters.clone(), watcher::Config::default())
         .applied_objects()
         .boxed();
     let writer = clusters.clone();
+    let watching = server.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Once the watcher watches, so that the create arrives as a watch event.
+        capi_sandbox::wait_until("the watcher to watch", || watching.watches("") > 0).await;
         let object: DynamicObject = serde_json::from_value(
             json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
             "metadata": {"name": "w1"}, "spec": {"paused": false}}),
