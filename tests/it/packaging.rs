@@ -6,7 +6,9 @@ use std::path::Path;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-const MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/plugin-manifest/capi.yaml");
+/// The manifest's template (krew-release-bot's syntax); `plugin-manifest/capi.yaml` links to it.
+const TEMPLATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/.krew.yaml");
+const PACKAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/package.sh");
 
 /// krew's `ValidatePlugin` and `validate-krew-manifest` rules; returns every violation.
 fn krew_violations(path: &Path) -> Vec<String> {
@@ -52,6 +54,7 @@ fn krew_violations(path: &Path) -> Vec<String> {
         !short.is_empty() && !short.contains('\n'),
         "shortDescription is one non-empty line",
     );
+    check(short.len() <= 50, "shortDescription within 50 characters");
     let version = spec["version"].as_str().unwrap_or("");
     let semver = version.strip_prefix('v').is_some_and(|v| {
         let core = v.split(['-', '+']).next().unwrap_or("");
@@ -137,24 +140,103 @@ fn krew_violations(path: &Path) -> Vec<String> {
     errors
 }
 
+/// The archive names the template has a platform for, at this version.
+fn archive_names() -> Vec<String> {
+    let version = concat!("v", env!("CARGO_PKG_VERSION"));
+    std::fs::read_to_string(TEMPLATE)
+        .unwrap()
+        .lines()
+        .filter(|l| l.trim_start().starts_with("{{addURIAndSha"))
+        .map(|l| {
+            let uri = l.split('"').nth(1).unwrap();
+            uri.rsplit('/')
+                .next()
+                .unwrap()
+                .replace("{{ .TagName }}", version)
+        })
+        .collect()
+}
+
+/// The manifest `package.sh --render-only` renders when every platform's archive is in `out`
+/// (stand-ins whose sums are known).
+fn render_every_platform(out: &Path) -> (std::path::PathBuf, Vec<(String, String)>) {
+    let mut sums = Vec::new();
+    for name in archive_names() {
+        std::fs::write(out.join(&name), format!("archive {name}")).unwrap();
+        let sum = format!("{:x}", Sha256::digest(format!("archive {name}").as_bytes()));
+        sums.push((name, sum));
+    }
+    let run = std::process::Command::new("bash")
+        .arg(PACKAGE)
+        .arg("--render-only")
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    (out.join("capi.yaml"), sums)
+}
+
 #[test]
-fn manifest_passes_krew_validation() {
-    assert_eq!(krew_violations(Path::new(MANIFEST)), Vec::<String>::new());
+fn the_committed_manifest_is_a_template_that_says_so() {
+    let template = std::fs::read_to_string(TEMPLATE).unwrap();
+    assert!(template.starts_with("# The krew manifest of kubectl capi — a template"));
+    assert!(!template.contains("sha256:"), "no sums presented as real");
+    assert_eq!(archive_names().len(), 5, "a platform per release target");
+    let linked = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/plugin-manifest/capi.yaml"
+    ))
+    .unwrap();
+    assert_eq!(
+        linked, template,
+        "plugin-manifest/capi.yaml is the template"
+    );
+}
+
+#[test]
+fn the_rendered_manifest_passes_krew_validation_with_every_archive_sum() {
+    let out = tempfile::tempdir().unwrap();
+    let (manifest, sums) = render_every_platform(out.path());
+    assert_eq!(krew_violations(&manifest), Vec::<String>::new());
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    for (name, sum) in &sums {
+        let uri = format!(
+            "https://github.com/kubectl-capi/kubectl-capi/releases/download/v{}/{name}",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert!(
+            text.contains(&format!("uri: {uri}\n    sha256: \"{sum}\"")),
+            "{name}: {text}"
+        );
+    }
+    let checksums = std::fs::read_to_string(out.path().join("checksums.txt")).unwrap();
+    assert_eq!(checksums.lines().count(), sums.len(), "{checksums}");
 }
 
 #[test]
 fn the_validator_catches_broken_manifests() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(MANIFEST).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (manifest, _) = render_every_platform(out.path());
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let sum = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("sha256: "))
+        .unwrap()
+        .to_string();
     let broken = text
-        .replacen("version: v0.1.0", "version: 0.1", 1)
-        .replacen("arch: arm64\n", "arch: amd64\n", 1)
         .replacen(
-            "sha256: \"0000000000000000000000000000000000000000000000000000000000000000\"",
-            "sha256: ABC",
+            concat!("version: v", env!("CARGO_PKG_VERSION")),
+            "version: 0.1",
             1,
-        );
-    let path = dir.path().join("other.yaml");
+        )
+        .replacen("arch: arm64\n", "arch: amd64\n", 1)
+        .replacen(&format!("sha256: {sum}"), "sha256: ABC", 1);
+    let path = out.path().join("other.yaml");
     std::fs::write(&path, broken).unwrap();
     let errors = krew_violations(&path);
     for expected in [
@@ -172,8 +254,10 @@ fn the_validator_catches_broken_manifests() {
 
 #[test]
 fn the_manifest_is_one_libc_family_with_a_short_description_and_the_crate_homepage() {
+    let out = tempfile::tempdir().unwrap();
+    let (manifest, _) = render_every_platform(out.path());
     let manifest: Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(MANIFEST).unwrap()).unwrap();
+        serde_saphyr::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
     let spec = &manifest["spec"];
     let words = spec["shortDescription"]
         .as_str()
@@ -209,7 +293,7 @@ fn the_manifest_is_one_libc_family_with_a_short_description_and_the_crate_homepa
 fn package(target: &str, out: &Path) -> std::process::Command {
     let mut command = std::process::Command::new("bash");
     command
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/package.sh"))
+        .arg(PACKAGE)
         .args([
             "--binary",
             env!("CARGO_BIN_EXE_kubectl-capi"),
@@ -240,29 +324,53 @@ fn the_package_script_refuses_a_binary_for_another_architecture() {
     );
 }
 
+/// The host's target in the manifest's family (Linux archives are musl, static).
+fn host_target() -> &'static str {
+    if cfg!(target_arch = "x86_64") {
+        "x86_64-unknown-linux-musl"
+    } else {
+        "aarch64-unknown-linux-musl"
+    }
+}
+
 #[test]
-fn package_script_builds_the_archive_and_updates_the_manifest() {
+fn the_package_script_packs_the_host_archive_and_renders_its_manifest() {
     let out = tempfile::tempdir().unwrap();
-    let manifest = out.path().join("capi.yaml");
-    std::fs::copy(MANIFEST, &manifest).unwrap();
-    let run = package("x86_64-unknown-linux-musl", out.path())
-        .arg("--update-manifest")
-        .arg(&manifest)
-        .output()
-        .unwrap();
+    let target = host_target();
+    let run = package(target, out.path()).output().unwrap();
     assert!(
         run.status.success(),
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let stdout = String::from_utf8_lossy(&run.stdout);
     let archive = out.path().join(format!(
-        "kubectl-capi_v{}_x86_64-unknown-linux-musl.tar.gz",
+        "kubectl-capi_v{}_{target}.tar.gz",
         env!("CARGO_PKG_VERSION")
     ));
-    let bytes = std::fs::read(&archive).unwrap();
-    let sum = format!("{:x}", Sha256::digest(&bytes));
+    let sum = format!("{:x}", Sha256::digest(std::fs::read(&archive).unwrap()));
+    let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(stdout.contains(&format!("sha256 {sum}")), "{stdout}");
+
+    let manifest = out.path().join("capi.yaml");
+    assert_eq!(krew_violations(&manifest), Vec::<String>::new());
+    let rendered: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let platforms = rendered["spec"]["platforms"].as_array().unwrap();
+    assert_eq!(platforms.len(), 1, "only the archive that was built");
+    assert_eq!(
+        platforms[0]["sha256"],
+        sum.as_str(),
+        "the archive's own sum"
+    );
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        platforms[0]["uri"],
+        format!(
+            "https://github.com/kubectl-capi/kubectl-capi/releases/download/v{version}/kubectl-capi_v{version}_{target}.tar.gz"
+        )
+        .as_str()
+    );
+
     let listing = std::process::Command::new("tar")
         .arg("tzf")
         .arg(&archive)
@@ -273,24 +381,12 @@ fn package_script_builds_the_archive_and_updates_the_manifest() {
         .map(str::to_string)
         .collect();
     entries.sort();
+    let bin = platforms[0]["bin"].as_str().unwrap();
     assert_eq!(
         entries,
-        vec![
-            "LICENSE",
-            "README.md",
-            "kubectl-capi",
-            "kubectl_complete-capi"
-        ],
-        "everything at the archive root"
+        vec!["LICENSE", bin, "kubectl_complete-capi"],
+        "the bin the manifest names, the completion executable and LICENSE, at the root"
     );
-    let updated = std::fs::read_to_string(&manifest).unwrap();
-    assert!(updated.contains(&format!("sha256: \"{sum}\"")));
-    assert_eq!(
-        updated.matches(&sum).count(),
-        1,
-        "only the matching platform changes"
-    );
-    assert_eq!(krew_violations(&manifest), Vec::<String>::new());
 }
 
 #[test]
@@ -328,4 +424,40 @@ fn the_demo_script_says_what_it_builds_and_shows_cargo_progress() {
         lines[1], "cargo build --locked -p kubectl-capi -p capi-sandbox",
         "cargo's own progress is shown (no --quiet)"
     );
+}
+
+#[test]
+fn the_release_workflow_builds_every_platform_of_the_manifest() {
+    let workflow: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/.github/workflows/release.yml"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let built: BTreeSet<String> = workflow["jobs"]["build"]["strategy"]["matrix"]["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["target"].as_str().unwrap().to_string())
+        .collect();
+    let version = concat!("v", env!("CARGO_PKG_VERSION"));
+    let listed: BTreeSet<String> = archive_names()
+        .iter()
+        .map(|name| {
+            name.trim_start_matches(&format!("kubectl-capi_{version}_"))
+                .trim_end_matches(".tar.gz")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(built, listed);
+    let publish = serde_json::to_string(&workflow["jobs"]["publish"]).unwrap();
+    for step in [
+        "scripts/package.sh --render-only --out dist",
+        "dist/checksums.txt",
+        "krew-release-bot",
+    ] {
+        assert!(publish.contains(step), "{step} in {publish}");
+    }
 }
