@@ -24,6 +24,9 @@ pub struct Options {
     pub seed: u64,
     /// The target's provider cannot find the machines a move brings (see `Cloud::unable_to_adopt`).
     pub target_cannot_adopt: bool,
+    /// The workload cluster the target server plays: its `NAME-kubeconfig` Secret in the source
+    /// reaches the target (a self-hosted pivot moves NAME into itself).
+    pub self_hosted: Option<String>,
 }
 
 impl Options {
@@ -34,6 +37,7 @@ impl Options {
             block_move: false,
             seed: 7,
             target_cannot_adopt: false,
+            self_hosted: None,
         }
     }
 }
@@ -53,7 +57,11 @@ pub struct Environment {
     pub dialect: Dialect,
 }
 
-async fn managed(options: &Options, cloud: &Cloud) -> anyhow::Result<Managed> {
+async fn managed(
+    options: &Options,
+    cloud: &Cloud,
+    kubeconfigs: std::collections::BTreeMap<String, String>,
+) -> anyhow::Result<Managed> {
     let server = ApiServer::new(ServerOptions {
         seed: options.seed,
         ..ServerOptions::default()
@@ -63,6 +71,7 @@ async fn managed(options: &Options, cloud: &Cloud) -> anyhow::Result<Managed> {
     let mut config = Config::new(options.dialect, options.delays);
     config.block_move = options.block_move;
     config.seed = options.seed;
+    config.kubeconfigs = kubeconfigs;
     let controllers = Controllers::start(&server, config, cloud.clone());
     Ok(Managed {
         server,
@@ -75,13 +84,24 @@ impl Environment {
     /// Starts both management clusters and writes a kubeconfig with both contexts (source current).
     pub async fn start(options: &Options, kubeconfig: &Path) -> anyhow::Result<Environment> {
         let cloud = Cloud::new();
-        let source = managed(options, &cloud).await?;
         let target_cloud = if options.target_cannot_adopt {
             cloud.unable_to_adopt()
         } else {
             cloud.clone()
         };
-        let target = managed(options, &target_cloud).await?;
+        // The target first: a self-hosted workload cluster's kubeconfig names it.
+        let target = managed(options, &target_cloud, Default::default()).await?;
+        let kubeconfigs = options
+            .self_hosted
+            .iter()
+            .map(|name| {
+                let entry = target
+                    .serving
+                    .kubeconfig_entry(&format!("{name}-admin@{name}"));
+                (name.clone(), crate::apiserver::kubeconfig(&[entry]))
+            })
+            .collect();
+        let source = managed(options, &cloud, kubeconfigs).await?;
         let entries: Vec<KubeconfigEntry> = vec![
             source.serving.kubeconfig_entry(SOURCE_CONTEXT),
             target.serving.kubeconfig_entry(TARGET_CONTEXT),

@@ -183,15 +183,17 @@ fn kubeconfig_secret(ctx: &mut Ctx, kcp: &Value, cluster_name: &str) {
         .get("Secret", ns, &format!("{cluster_name}-kubeconfig"))
         .is_none()
     {
-        ctx.create(
-            "Secret",
-            cluster_secret(
-                kcp,
-                cluster_name,
-                &format!("{cluster_name}-kubeconfig"),
-                "cluster.x-k8s.io/secret",
-            ),
+        let mut secret = cluster_secret(
+            kcp,
+            cluster_name,
+            &format!("{cluster_name}-kubeconfig"),
+            "cluster.x-k8s.io/secret",
         );
+        if let Some(kubeconfig) = ctx.config.kubeconfigs.get(cluster_name) {
+            // As Cluster API writes it: the kubeconfig in `value`.
+            secret["stringData"] = json!({ "value": kubeconfig });
+        }
+        ctx.create("Secret", secret);
     }
 }
 

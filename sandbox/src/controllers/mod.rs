@@ -80,6 +80,10 @@ pub struct Config {
     pub block_move: bool,
     /// How long a node must stay unhealthy before a MachineHealthCheck marks its Machine.
     pub health_check_timeout: Duration,
+    /// The kubeconfig (as text) a workload cluster's `NAME-kubeconfig` Secret holds in `value`,
+    /// by Cluster name: an API server that plays that workload cluster (a self-hosted pivot).
+    /// Clusters not named here get certificates only, as before.
+    pub kubeconfigs: std::collections::BTreeMap<String, String>,
 }
 
 impl Config {
@@ -90,6 +94,7 @@ impl Config {
             seed: 7,
             block_move: false,
             health_check_timeout: delays.node * 3,
+            kubeconfigs: std::collections::BTreeMap::new(),
         }
     }
 }

@@ -792,3 +792,48 @@ async fn moved_objects_are_adopted_without_new_infrastructure() {
 async fn moved_objects_are_adopted_in_the_v1beta1_dialect() {
     adoption(Dialect::V1beta1).await;
 }
+
+/// A self-hosted pivot's workload cluster: its `NAME-kubeconfig` Secret in the source holds, in
+/// `value` as Cluster API writes it, a kubeconfig that reaches the target server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_hosted_workload_clusters_kubeconfig_reaches_the_target() {
+    use capi_sandbox::environment::{Environment, Options};
+    use k8s_openapi::api::core::v1::{Namespace, Secret};
+    use kube::api::Api;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = Options::new(Dialect::V1beta2, Delays::millis(15));
+    options.self_hosted = Some("w1".into());
+    let env = Environment::start(&options, &dir.path().join("kubeconfig"))
+        .await
+        .unwrap();
+    let mut workload = Workload::new("default", "w1");
+    workload.workers = 0;
+    env.create_workload(&workload).await.unwrap();
+    env.wait_provisioned(&env.source, "default", "w1", SETTLE)
+        .await
+        .unwrap();
+    let secrets: Api<Secret> = Api::namespaced(env.source.server.client(), "default");
+    let secret = secrets.get("w1-kubeconfig").await.unwrap();
+    let value = &secret.data.unwrap()["value"].0;
+    let text = String::from_utf8(value.clone()).unwrap();
+    assert!(text.contains("w1-admin@w1"), "{text}");
+    let kubeconfig: kube::config::Kubeconfig = serde_saphyr::from_str(&text).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let through_secret = kube::Client::try_from(config).unwrap();
+    let uid = |client: kube::Client| async move {
+        Api::<Namespace>::all(client)
+            .get("kube-system")
+            .await
+            .unwrap()
+            .metadata
+            .uid
+    };
+    assert_eq!(
+        uid(through_secret).await,
+        uid(env.target.server.client()).await,
+        "the Secret's kubeconfig reaches the target server"
+    );
+}
