@@ -401,6 +401,10 @@ pub struct MoveArgs {
     /// Context of the target management cluster.
     #[arg(long, visible_alias = "to-kubeconfig-context", value_name = "NAME")]
     pub to_context: Option<String>,
+    /// Move into the workload cluster NAME of the source (a self-hosted pivot), reached through
+    /// its NAME-kubeconfig Secret, which is read into memory only.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["to_kubeconfig", "to_context", "to_directory", "from_directory"])]
+    pub to_cluster: Option<String>,
     /// Print the plan (client), or also run the whole preflight against the target (server).
     #[arg(long, value_enum, num_args = 0..=1, default_value_t = DryRun::None, default_missing_value = "client", require_equals = true, value_name = "client|server", hide_default_value = true)]
     pub dry_run: DryRun,

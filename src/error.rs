@@ -146,6 +146,12 @@ impl Default for End {
 
 impl End {
     /// A move's or a verification's target, chosen by `--to-context`/`--to-kubeconfig`.
+    /// A workload cluster of the source as the target (`--to-cluster`).
+    pub const MOVE_WORKLOAD: End = End {
+        role: Some("target"),
+        context_flag: "--to-cluster",
+        kubeconfig_flag: "--to-cluster",
+    };
     pub const MOVE_TARGET: End = End {
         role: Some("target"),
         context_flag: "--to-context",
@@ -160,6 +166,9 @@ impl End {
 
     /// The flags a user changes to choose another cluster here: `--context/--kubeconfig`.
     pub fn choose(&self) -> String {
+        if self.context_flag == self.kubeconfig_flag {
+            return self.context_flag.to_string();
+        }
         format!("{}/{}", self.context_flag, self.kubeconfig_flag)
     }
 

@@ -24,12 +24,35 @@ pub struct Connection {
     /// `-v 6` and above: where one line per request goes (method, URL, status, time; never
     /// bodies).
     pub request_log: Option<crate::output::Log>,
+    /// A kubeconfig held in memory only, read from a workload cluster's Secret (`--to-cluster`):
+    /// used instead of files, never written, never printed.
+    pub inline: Option<InlineKubeconfig>,
+}
+
+/// A kubeconfig that exists only in memory, and how to speak of it.
+#[derive(Clone)]
+pub struct InlineKubeconfig {
+    pub kubeconfig: kube::config::Kubeconfig,
+    /// How messages name it: `the kubeconfig in Secret default/w1-kubeconfig of the source`.
+    pub origin: String,
+    /// The flags a pasted hint reaches the same cluster with (they read the Secret again).
+    pub flags: String,
+}
+
+impl std::fmt::Debug for InlineKubeconfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The kubeconfig holds credentials: only where it came from is ever shown.
+        write!(f, "InlineKubeconfig({})", self.origin)
+    }
 }
 
 impl Connection {
     /// The connection flags the user gave, as kubectl takes them and quoted for a shell
     /// (` --kubeconfig k --context c`): hints repeat them so they work when pasted.
     pub fn as_flags(&self) -> String {
+        if let Some(inline) = &self.inline {
+            return inline.flags.clone();
+        }
         let kubeconfig = self
             .kubeconfig
             .as_ref()
@@ -155,6 +178,7 @@ impl Settings {
                 insecure_skip_tls_verify: args.insecure_skip_tls_verify,
                 request_timeout,
                 request_log: (args.verbosity.unwrap_or(0) >= 6).then(crate::output::Log::stderr),
+                inline: None,
             },
             scope: Scope {
                 namespace: args.namespace.clone(),

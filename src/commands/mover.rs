@@ -26,8 +26,8 @@ use crate::verify::{MovedCluster, VerificationReport, Verified};
 /// A command that will write holds the lease of the cluster it writes to first from before its
 /// first write to its end (see [`crate::kube::lease`]).
 pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
-    let request = MoveRequest::resolve(args, settings)?;
-    let ends = Ends::open(&request).await?;
+    let mut request = MoveRequest::resolve(args, settings)?;
+    let ends = Ends::open(&mut request).await?;
     let lease = ends.take_lease(&request).await?;
     let stop = lease
         .as_ref()

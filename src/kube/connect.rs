@@ -212,7 +212,10 @@ fn apply_connection_flags(
 /// `~/.kube/config`) and builds a client with the connection flags applied.
 pub async fn connect(connection: &Connection) -> Result<Cluster> {
     let end = connection.end;
-    let (kubeconfig, files) = read_kubeconfig_files(connection.kubeconfig.as_deref(), end)?;
+    let (kubeconfig, files) = match &connection.inline {
+        Some(inline) => (inline.kubeconfig.clone(), inline.origin.clone()),
+        None => read_kubeconfig_files(connection.kubeconfig.as_deref(), end)?,
+    };
     let unknown_context = |context: String| Error::UnknownContext {
         context,
         flag: end.context_flag,

@@ -19,9 +19,17 @@ pub struct Ends {
 
 impl Ends {
     /// Connects what `request` names: both ends first (a wrong `--to-context` is named before
-    /// anything is read), then their identities, then what each serves.
-    pub async fn open(request: &MoveRequest) -> Result<Ends> {
+    /// anything is read), then their identities, then what each serves. A `--to-cluster` target
+    /// is found in the source first, and becomes the request's target.
+    pub async fn open(request: &mut MoveRequest) -> Result<Ends> {
         let source = connect(&request.source).await?;
+        let mut source_catalog = None;
+        if let (Some(name), true) = (request.to_cluster.clone(), request.moves_between_clusters()) {
+            let catalog = Catalog::discover(&source).await?;
+            request.target =
+                Some(super::workload::target_of(&source, &catalog, request, &name).await?);
+            source_catalog = Some(catalog);
+        }
         let target = match &request.target {
             Some(connection) if request.moves_between_clusters() => {
                 Some(connect(connection).await?)
@@ -32,7 +40,10 @@ impl Ends {
             Some(target) => Some(same_cluster::ensure_distinct(&source, target).await?),
             None => None,
         };
-        let catalog = Catalog::discover(&source).await?;
+        let catalog = match source_catalog {
+            Some(catalog) => catalog,
+            None => Catalog::discover(&source).await?,
+        };
         let source = Connected {
             cluster: source,
             catalog,

@@ -28,6 +28,7 @@ mod scenarios;
 pub mod schedule;
 mod steps;
 mod story;
+pub mod workload;
 mod writes;
 
 use crate::error::Result;

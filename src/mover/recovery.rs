@@ -413,6 +413,9 @@ pub async fn unfinished_moves(
             if let Some(context) = &journal.target.context {
                 command.push_str(&format!(" --to-context {}", word(context)));
             }
+            if let Some(cluster) = &journal.target.cluster {
+                command.push_str(&format!(" --to-cluster {}", word(cluster)));
+            }
             UnfinishedMove {
                 clusters: journal
                     .paused

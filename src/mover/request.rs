@@ -20,6 +20,9 @@ pub struct MoveRequest {
     /// `--to-kubeconfig` and `--to-context` as given (the target's connection fills them in).
     pub to_kubeconfig: Option<PathBuf>,
     pub to_context: Option<String>,
+    /// `--to-cluster`: the workload cluster of the source to move into; [`Self::target`] is
+    /// filled in from its kubeconfig Secret when the ends are connected.
+    pub to_cluster: Option<String>,
     pub to_directory: Option<PathBuf>,
     pub from_directory: Option<PathBuf>,
     pub scope: Scope,
@@ -48,6 +51,9 @@ impl MoveRequest {
     /// target is named, the local paths can be written.
     pub fn resolve(args: &MoveArgs, settings: &Settings) -> Result<MoveRequest> {
         let mut source = settings.connection.clone();
+        if args.to_cluster.is_some() {
+            source.end = source.end.as_role("source");
+        }
         let target = (args.to_kubeconfig.is_some() || args.to_context.is_some()).then(|| {
             // Two ends: messages about the first one call it the source.
             source.end = source.end.as_role("source");
@@ -62,6 +68,7 @@ impl MoveRequest {
             target,
             to_kubeconfig: args.to_kubeconfig.clone(),
             to_context: args.to_context.clone(),
+            to_cluster: args.to_cluster.clone(),
             to_directory: args.to_directory.clone(),
             from_directory: args.from_directory.clone(),
             scope: settings.scope.clone(),
@@ -92,12 +99,13 @@ impl MoveRequest {
         if let Some(directory) = &self.to_directory {
             super::directory::check_backup_directory(directory)?;
         }
-        if self.target.is_some() && self.dry_run == DryRun::None {
+        let to_a_cluster = self.target.is_some() || self.to_cluster.is_some();
+        if to_a_cluster && self.dry_run == DryRun::None {
             super::journal::check_writable(self.journal.as_deref())?;
         }
-        if self.target.is_none() && self.to_directory.is_none() && self.dry_run != DryRun::Client {
+        if !to_a_cluster && self.to_directory.is_none() && self.dry_run != DryRun::Client {
             return Err(Error::Usage(
-                "please specify a target cluster using --to-kubeconfig and/or --to-context, or --to-directory (or use --dry-run)".into(),
+                "please specify a target cluster using --to-kubeconfig and/or --to-context (or --to-cluster), or --to-directory (or use --dry-run)".into(),
             ));
         }
         Ok(())
@@ -105,7 +113,9 @@ impl MoveRequest {
 
     /// Whether this command writes to a cluster the other end then reads: a move between two.
     pub fn moves_between_clusters(&self) -> bool {
-        self.target.is_some() && self.dry_run != DryRun::Client && self.to_directory.is_none()
+        (self.target.is_some() || self.to_cluster.is_some())
+            && self.dry_run != DryRun::Client
+            && self.to_directory.is_none()
     }
 
     /// Tables and text (progress on stderr), or one document at the end.
@@ -208,6 +218,9 @@ impl MoveRequest {
         }
         if let Some(context) = &self.to_context {
             flags.push_str(&format!(" --to-context {}", shell_word(context)));
+        }
+        if let Some(cluster) = &self.to_cluster {
+            flags.push_str(&format!(" --to-cluster {}", shell_word(cluster)));
         }
         flags
     }

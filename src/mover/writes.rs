@@ -28,19 +28,26 @@ impl Move<'_> {
                 context: self.request.source.context.clone(),
                 kubeconfig: absolute(self.request.source.kubeconfig.as_ref()),
                 identity: Some(records.identities.source.clone()),
+                cluster: None,
             },
             Endpoint {
                 server: target.cluster.url.clone(),
                 context: self.request.to_context.clone(),
                 // The file the target was read from (`--to-kubeconfig`, else `--kubeconfig`):
                 // a hint read back from the journal names it even where another is the default.
-                kubeconfig: absolute(
-                    self.request
-                        .to_kubeconfig
-                        .as_ref()
-                        .or(self.request.source.kubeconfig.as_ref()),
-                ),
+                // A `--to-cluster` target has no file: the journal names the Cluster.
+                kubeconfig: match &self.request.to_cluster {
+                    Some(_) => None,
+                    None => absolute(
+                        self.request.to_kubeconfig.as_ref().or(self
+                            .request
+                            .source
+                            .kubeconfig
+                            .as_ref()),
+                    ),
+                },
                 identity: Some(records.identities.target.clone()),
+                cluster: self.request.to_cluster.clone(),
             },
             self.namespace.clone(),
             self.request.clusters.clone(),

@@ -15,6 +15,7 @@ mod move_without_clusters;
 mod moving;
 pub mod one_writer;
 mod packaging;
+mod pivot;
 mod ready;
 mod snapshot;
 mod verify;

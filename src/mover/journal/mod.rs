@@ -104,6 +104,10 @@ pub struct Endpoint {
     /// only between the clusters it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
+    /// `--to-cluster`: the target is this workload cluster of the source, reached through its
+    /// kubeconfig Secret (never kept here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -558,12 +562,14 @@ mod tests {
                 context: None,
                 kubeconfig: None,
                 identity: None,
+                cluster: None,
             },
             target: Endpoint {
                 server: "https://b".into(),
                 context: Some("b".into()),
                 kubeconfig: None,
                 identity: None,
+                cluster: None,
             },
             namespace: Some("ns".into()),
             clusters: vec![],

@@ -1,0 +1,99 @@
+//! `--to-cluster NAME`: the target is the workload cluster NAME of the source (a self-hosted
+//! pivot), reached through its `NAME-kubeconfig` Secret (`data.value`, as Cluster API writes it).
+//! The kubeconfig is read into memory only: never written to disk, never printed, not in the
+//! journal (which names the target by its identity and as this Cluster of the source).
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DynamicObject};
+
+use super::request::MoveRequest;
+use crate::error::{End, Error, Result};
+use crate::kube::{Catalog, Cluster};
+use crate::model::ClusterView;
+use crate::names::{CLUSTER, CORE_GROUP};
+use crate::settings::{Connection, InlineKubeconfig, shell_word};
+
+/// The connection to the workload cluster `name` of `source`, from its kubeconfig Secret;
+/// refused when the Cluster is not there or not provisioned, or its Secret is missing or does
+/// not hold a kubeconfig.
+pub async fn target_of(
+    source: &Cluster,
+    catalog: &Catalog,
+    request: &MoveRequest,
+    name: &str,
+) -> Result<Connection> {
+    if request.scope.all_namespaces {
+        return Err(Error::Usage(
+            "--to-cluster names a Cluster of one namespace; pass -n NAMESPACE instead of -A".into(),
+        ));
+    }
+    let namespace = source.namespace(request.scope.namespace.as_deref());
+    let flags = request.source.as_flags();
+    let clusters = catalog
+        .kind(CORE_GROUP, CLUSTER)
+        .ok_or_else(|| Error::CapiNotInstalled {
+            server: source.server(),
+            install: None,
+        })?;
+    let found: Option<DynamicObject> =
+        Api::namespaced_with(source.client.clone(), &namespace, &clusters.resource)
+            .get_opt(name)
+            .await
+            .map_err(|e| source.api_error(e, &format!("reading Cluster {namespace}/{name}")))?;
+    let Some(found) = found else {
+        return Err(Error::ClustersNotFound {
+            names: vec![name.to_string()],
+            scope: format!("namespace {namespace} (--to-cluster)"),
+            flags,
+        });
+    };
+    let cluster = ClusterView::read(&found);
+    if !cluster.infrastructure_provisioned || !cluster.control_plane_initialized {
+        return Err(Error::Refused(vec![format!(
+            "--to-cluster {name}: Cluster {namespace}/{name} is not provisioned yet, so it cannot take the move; wait for it with `kubectl capi ready {} -n {}{flags} --wait`",
+            shell_word(name),
+            shell_word(&namespace)
+        )]));
+    }
+    let secret_name = format!("{name}-kubeconfig");
+    let secret = Api::<Secret>::namespaced(source.client.clone(), &namespace)
+        .get_opt(&secret_name)
+        .await
+        .map_err(|e| source.api_error(e, &format!("reading Secret {namespace}/{secret_name}")))?;
+    let origin = format!("the kubeconfig in Secret {namespace}/{secret_name} of the source");
+    let value = secret
+        .and_then(|s| s.data)
+        .and_then(|mut data| data.remove("value"));
+    let Some(value) = value else {
+        return Err(Error::Refused(vec![format!(
+            "--to-cluster {name}: the source has no kubeconfig for Cluster {namespace}/{name} (Secret {namespace}/{secret_name} with a value), which Cluster API writes once the control plane is initialized"
+        )]));
+    };
+    // Only that it does not parse is said: a parser's message may quote the Secret's content.
+    let unusable = || {
+        Error::Usage(format!(
+            "{origin} does not parse as a kubeconfig; Cluster API writes one there as `value` — look at the Secret with `kubectl get secret {} -n {}{flags}`",
+            shell_word(&secret_name),
+            shell_word(&namespace)
+        ))
+    };
+    let text = String::from_utf8(value.0).map_err(|_| unusable())?;
+    let kubeconfig: kube::config::Kubeconfig =
+        serde_saphyr::from_str(&text).map_err(|_| unusable())?;
+    let mut connection = request.source.other_end(End::MOVE_WORKLOAD, None, None);
+    // The workload cluster's own credentials: nothing of the source's connection applies there.
+    connection.kubeconfig = None;
+    connection.as_user = None;
+    connection.as_groups = Vec::new();
+    connection.insecure_skip_tls_verify = false;
+    connection.inline = Some(InlineKubeconfig {
+        kubeconfig,
+        origin,
+        flags: format!(
+            " --kubeconfig <(kubectl get secret {} -n {}{flags} -o jsonpath='{{.data.value}}' | base64 -d)",
+            shell_word(&secret_name),
+            shell_word(&namespace)
+        ),
+    });
+    Ok(connection)
+}

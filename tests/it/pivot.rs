@@ -1,0 +1,169 @@
+//! `move --to-cluster NAME`: a self-hosted pivot into the workload cluster NAME of the source,
+//! reached through its kubeconfig Secret, which stays in memory.
+
+use std::path::{Path, PathBuf};
+
+use capi_sandbox::controllers::Delays;
+use capi_sandbox::crds::Dialect;
+use capi_sandbox::environment::Options;
+use serde_json::json;
+
+use crate::common::Writes;
+use crate::moving::{Pair, workload};
+
+/// What only the workload cluster's kubeconfig holds: its context's name.
+const CANARY: &str = "w1-admin@w1";
+
+async fn self_hosted() -> Pair {
+    let mut options = Options::new(Dialect::V1beta2, Delays::millis(20));
+    options.self_hosted = Some("w1".into());
+    Pair::start_with(options, &[workload("w1", 1, 1)]).await
+}
+
+/// Every file under `dir` (recursively) that holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_holding(&path, needle));
+        } else if std::fs::read(&path)
+            .is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(needle))
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// Writes by the plugin to either management cluster.
+fn plugin_writes(pair: &Pair) -> usize {
+    [&pair.env.source, &pair.env.target]
+        .iter()
+        .map(|managed| {
+            managed
+                .server
+                .writes()
+                .iter()
+                .filter(|r| r.agent.starts_with("kubectl-capi/"))
+                .count()
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_into_the_workload_cluster_itself_goes_through_its_secret_and_writes_no_kubeconfig()
+{
+    let pair = self_hosted().await;
+    let out = pair
+        .plugin(&["move", "w1", "--to-cluster", "w1", "--verify"])
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("moved 1 Cluster(s)"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("cluster.cluster.x-k8s.io/w1 verified"),
+        "the target adopted it: {}",
+        out.stdout
+    );
+    let target = &pair.env.target.server;
+    assert!(
+        target
+            .object("cluster.x-k8s.io", "clusters", "default", "w1")
+            .is_some(),
+        "the Cluster is in the cluster it describes"
+    );
+    assert!(
+        pair.env
+            .source
+            .server
+            .object("cluster.x-k8s.io", "clusters", "default", "w1")
+            .is_none()
+    );
+    // The kubeconfig was never written: not in the journal, the state or the test's files.
+    let temp = std::env::temp_dir();
+    for dir in [
+        pair.dir.path().to_path_buf(),
+        temp.join(format!("kubectl-capi-test-state-{}", std::process::id())),
+        temp.join("kubectl-capi-test-home"),
+    ] {
+        assert_eq!(
+            files_holding(&dir, CANARY),
+            Vec::<PathBuf>::new(),
+            "{}",
+            dir.display()
+        );
+    }
+    assert!(!out.stdout.contains(CANARY) && !out.stderr.contains(CANARY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workload_cluster_that_cannot_be_reached_is_refused_before_any_write() {
+    let pair = self_hosted().await;
+    let source = pair.env.source.server.client();
+    let set_value = |value: &str| {
+        let source = source.clone();
+        let value = value.to_string();
+        async move {
+            capi_sandbox::api::merge_patch(
+                &source,
+                "v1",
+                "Secret",
+                "default",
+                "w1-kubeconfig",
+                &json!({"stringData": {"value": value}}),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    let refused = |out: &crate::common::Output, code: i32, says: &str| {
+        assert_eq!(out.code, code, "{}\n{}", out.stderr, out.stdout);
+        assert!(out.stderr.contains(says), "{says} in {}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    };
+
+    let out = pair.plugin(&["move", "nope", "--to-cluster", "nope"]).await;
+    refused(&out, 2, "nope");
+
+    set_value("contexts: [this is not, a kubeconfig SECRET-TEXT").await;
+    let out = pair.plugin(&["move", "w1", "--to-cluster", "w1"]).await;
+    refused(
+        &out,
+        2,
+        "Secret default/w1-kubeconfig of the source does not parse as a kubeconfig",
+    );
+    assert!(!out.stderr.contains("SECRET-TEXT"), "{}", out.stderr);
+
+    let dead = "apiVersion: v1\nkind: Config\ncurrent-context: w1\nclusters:\n- name: w1\n  cluster: {server: 'http://127.0.0.1:1'}\nusers:\n- name: w1\n  user: {}\ncontexts:\n- name: w1\n  context: {cluster: w1, user: w1}\n";
+    set_value(dead).await;
+    let out = pair
+        .plugin(&[
+            "move",
+            "w1",
+            "--to-cluster",
+            "w1",
+            "--request-timeout",
+            "2s",
+        ])
+        .await;
+    refused(&out, 2, "127.0.0.1:1");
+
+    // A Secret without its kubeconfig (the controllers would make a deleted one again).
+    capi_sandbox::api::merge_patch(
+        &source,
+        "v1",
+        "Secret",
+        "default",
+        "w1-kubeconfig",
+        &json!({"data": {"value": null}}),
+    )
+    .await
+    .unwrap();
+    let out = pair.plugin(&["move", "w1", "--to-cluster", "w1"]).await;
+    refused(&out, 1, "Secret default/w1-kubeconfig");
+
+    assert_eq!(plugin_writes(&pair), 0, "nothing written anywhere");
+}
