@@ -103,9 +103,8 @@ async fn a_move_into_the_workload_cluster_itself_goes_through_its_secret_and_wri
 async fn a_workload_cluster_that_cannot_be_reached_is_refused_before_any_write() {
     let pair = self_hosted().await;
     let source = pair.env.source.server.client();
-    let set_value = |value: &str| {
+    let patch_secret = |patch: serde_json::Value| {
         let source = source.clone();
-        let value = value.to_string();
         async move {
             capi_sandbox::api::merge_patch(
                 &source,
@@ -113,12 +112,13 @@ async fn a_workload_cluster_that_cannot_be_reached_is_refused_before_any_write()
                 "Secret",
                 "default",
                 "w1-kubeconfig",
-                &json!({"stringData": {"value": value}}),
+                &patch,
             )
             .await
             .unwrap();
         }
     };
+    let set_value = |value: &str| patch_secret(json!({"stringData": {"value": value}}));
     let refused = |out: &crate::common::Output, code: i32, says: &str| {
         assert_eq!(out.code, code, "{}\n{}", out.stderr, out.stdout);
         assert!(out.stderr.contains(says), "{says} in {}", out.stderr);
@@ -152,16 +152,7 @@ async fn a_workload_cluster_that_cannot_be_reached_is_refused_before_any_write()
     refused(&out, 2, "127.0.0.1:1");
 
     // A Secret without its kubeconfig (the controllers would make a deleted one again).
-    capi_sandbox::api::merge_patch(
-        &source,
-        "v1",
-        "Secret",
-        "default",
-        "w1-kubeconfig",
-        &json!({"data": {"value": null}}),
-    )
-    .await
-    .unwrap();
+    patch_secret(json!({"data": {"value": null}})).await;
     let out = pair.plugin(&["move", "w1", "--to-cluster", "w1"]).await;
     refused(&out, 1, "Secret default/w1-kubeconfig");
 

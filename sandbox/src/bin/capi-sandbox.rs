@@ -51,6 +51,10 @@ struct Up {
     /// controllers replace them with new ones (what `kubectl capi verify` must catch).
     #[arg(long)]
     target_cannot_adopt: bool,
+    /// The workload cluster the target server plays: its NAME-kubeconfig Secret in the source
+    /// reaches the target, for a self-hosted pivot (`kubectl capi move NAME --to-cluster NAME`).
+    #[arg(long, value_name = "NAME")]
+    self_hosted: Option<String>,
 }
 
 /// Where `scale` and `node` find a running sandbox: its kubeconfig, context and namespace.
@@ -194,12 +198,14 @@ async fn up(
         delay_ms,
         block_move,
         target_cannot_adopt,
+        self_hosted,
     }: Up,
 ) -> anyhow::Result<()> {
     let delays = delay_ms.map(Delays::millis).unwrap_or_else(Delays::seconds);
     let mut options = Options::new(dialect, delays);
     options.block_move = block_move;
     options.target_cannot_adopt = target_cannot_adopt;
+    options.self_hosted = self_hosted;
     let env = Environment::start(&options, &kubeconfig).await?;
     eprintln!(
         "source: {} (context {SOURCE_CONTEXT})",
