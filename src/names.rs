@@ -91,6 +91,10 @@ pub const LEASE_HOLDER_ANNOTATION: &str = "kubectl-capi.dev/holder";
 /// move's key.
 pub const JOURNAL_COPY_LABEL: &str = "kubectl-capi.dev/move-journal";
 
+/// The label on the Secret a `--to-cluster` move keeps its target's kubeconfig in while it runs;
+/// its value is the workload Cluster's name.
+pub const MOVE_KUBECONFIG_LABEL: &str = "kubectl-capi.dev/move-target-kubeconfig";
+
 /// clusterctl's preflight messages, word for word (with the GroupVersionKind rendered in full
 /// where clusterctl prints `"/, Kind="`), so users can search for them.
 pub mod clusterctl {

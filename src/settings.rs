@@ -33,6 +33,8 @@ pub struct Connection {
 #[derive(Clone)]
 pub struct InlineKubeconfig {
     pub kubeconfig: kube::config::Kubeconfig,
+    /// The kubeconfig as its Secret held it (kept by the move for a resume).
+    pub raw: Vec<u8>,
     /// How messages name it: `the kubeconfig in Secret default/w1-kubeconfig of the source`.
     pub origin: String,
     /// The flags a pasted hint reaches the same cluster with (they read the Secret again).

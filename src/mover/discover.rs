@@ -308,12 +308,15 @@ async fn classes_across_namespaces(
     Ok(())
 }
 
-/// Whether `object` is a slice of some move's journal copy.
+/// Whether `object` is one of a move's own records in the source: a slice of its journal's copy,
+/// or the kubeconfig a `--to-cluster` move keeps.
 fn is_journal_copy(object: &DynamicObject) -> bool {
-    object.types.as_ref().is_none_or(|t| t.kind == "ConfigMap")
-        && object
-            .metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| l.contains_key(crate::names::JOURNAL_COPY_LABEL))
+    let labels = object.metadata.labels.as_ref();
+    let kind = object.types.as_ref().map(|t| t.kind.as_str());
+    let slice = kind.is_none_or(|k| k == "ConfigMap")
+        && labels.is_some_and(|l| l.contains_key(crate::names::JOURNAL_COPY_LABEL));
+    // A `--to-cluster` move's kept kubeconfig of its target.
+    let kept = kind.is_none_or(|k| k == "Secret")
+        && labels.is_some_and(|l| l.contains_key(crate::names::MOVE_KUBECONFIG_LABEL));
+    slice || kept
 }

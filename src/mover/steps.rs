@@ -172,8 +172,17 @@ impl<'a> Move<'a> {
                 key: records.key.clone(),
                 written: None,
                 concurrency: self.request.concurrency,
+                kept: self.kept_kubeconfig(),
             }),
         }
+    }
+
+    /// Where a `--to-cluster` move keeps its target's kubeconfig while it runs.
+    pub(super) fn kept_kubeconfig(&self) -> Option<super::journal::kept::Kept> {
+        Some(super::journal::kept::Kept {
+            namespace: self.namespace.clone()?,
+            cluster: self.request.to_cluster.clone()?,
+        })
     }
 
     pub(super) fn journal_shown(&self) -> String {

@@ -6,6 +6,7 @@
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject};
 
+use super::journal::kept::Kept;
 use super::request::MoveRequest;
 use crate::error::{End, Error, Result};
 use crate::kube::{Catalog, Cluster};
@@ -40,20 +41,35 @@ pub async fn target_of(
             .get_opt(name)
             .await
             .map_err(|e| source.api_error(e, &format!("reading Cluster {namespace}/{name}")))?;
-    let Some(found) = found else {
-        return Err(Error::ClustersNotFound {
-            names: vec![name.to_string()],
-            scope: format!("namespace {namespace} (--to-cluster)"),
-            flags,
-        });
+    let kept = Kept {
+        namespace: namespace.clone(),
+        cluster: name.to_string(),
     };
-    let cluster = ClusterView::read(&found);
-    if !cluster.infrastructure_provisioned || !cluster.control_plane_initialized {
-        return Err(Error::Refused(vec![format!(
-            "--to-cluster {name}: Cluster {namespace}/{name} is not provisioned yet, so it cannot take the move; wait for it with `kubectl capi ready {} -n {}{flags} --wait`",
-            shell_word(name),
-            shell_word(&namespace)
-        )]));
+    match found {
+        // Moved already, or being moved: a move that was interrupted kept its kubeconfig.
+        None => {
+            let Some(value) = kept.read(source).await? else {
+                return Err(Error::ClustersNotFound {
+                    names: vec![name.to_string()],
+                    scope: format!("namespace {namespace} (--to-cluster)"),
+                    flags,
+                });
+            };
+            let origin = format!(
+                "the kubeconfig of {namespace}/{name} an interrupted move kept in the source"
+            );
+            return connection_for(request, value, origin, (name, &namespace));
+        }
+        Some(found) => {
+            let cluster = ClusterView::read(&found);
+            if !cluster.infrastructure_provisioned || !cluster.control_plane_initialized {
+                return Err(Error::Refused(vec![format!(
+                    "--to-cluster {name}: Cluster {namespace}/{name} is not provisioned yet, so it cannot take the move; wait for it with `kubectl capi ready {} -n {}{flags} --wait`",
+                    shell_word(name),
+                    shell_word(&namespace)
+                )]));
+            }
+        }
     }
     let secret_name = format!("{name}-kubeconfig");
     let secret = Api::<Secret>::namespaced(source.client.clone(), &namespace)
@@ -63,23 +79,40 @@ pub async fn target_of(
     let origin = format!("the kubeconfig in Secret {namespace}/{secret_name} of the source");
     let value = secret
         .and_then(|s| s.data)
-        .and_then(|mut data| data.remove("value"));
-    let Some(value) = value else {
-        return Err(Error::Refused(vec![format!(
-            "--to-cluster {name}: the source has no kubeconfig for Cluster {namespace}/{name} (Secret {namespace}/{secret_name} with a value), which Cluster API writes once the control plane is initialized"
-        )]));
+        .and_then(|mut data| data.remove("value"))
+        .map(|value| value.0);
+    let value = match value {
+        Some(value) => value,
+        // Deleted by an interrupted move of this Cluster, which kept it.
+        None => kept.read(source).await?.ok_or_else(|| {
+            Error::Refused(vec![format!(
+                "--to-cluster {name}: the source has no kubeconfig for Cluster {namespace}/{name} (Secret {namespace}/{secret_name} with a value), which Cluster API writes once the control plane is initialized"
+            )])
+        })?,
     };
+    connection_for(request, value, origin, (name, &namespace))
+}
+
+/// The connection to the workload cluster whose kubeconfig is `value`.
+fn connection_for(
+    request: &MoveRequest,
+    value: Vec<u8>,
+    origin: String,
+    (name, namespace): (&str, &str),
+) -> Result<Connection> {
+    let secret_name = format!("{name}-kubeconfig");
+    let flags = request.source.as_flags();
     // Only that it does not parse is said: a parser's message may quote the Secret's content.
     let unusable = || {
         Error::Usage(format!(
             "{origin} does not parse as a kubeconfig; Cluster API writes one there as `value` — look at the Secret with `kubectl get secret {} -n {}{flags}`",
             shell_word(&secret_name),
-            shell_word(&namespace)
+            shell_word(namespace)
         ))
     };
-    let text = String::from_utf8(value.0).map_err(|_| unusable())?;
+    let text = std::str::from_utf8(&value).map_err(|_| unusable())?;
     let kubeconfig: kube::config::Kubeconfig =
-        serde_saphyr::from_str(&text).map_err(|_| unusable())?;
+        serde_saphyr::from_str(text).map_err(|_| unusable())?;
     let mut connection = request.source.other_end(End::MOVE_WORKLOAD, None, None);
     // The workload cluster's own credentials: nothing of the source's connection applies there.
     connection.kubeconfig = None;
@@ -88,11 +121,12 @@ pub async fn target_of(
     connection.insecure_skip_tls_verify = false;
     connection.inline = Some(InlineKubeconfig {
         kubeconfig,
+        raw: value,
         origin,
         flags: format!(
             " --kubeconfig <(kubectl get secret {} -n {}{flags} -o jsonpath='{{.data.value}}' | base64 -d)",
             shell_word(&secret_name),
-            shell_word(&namespace)
+            shell_word(namespace)
         ),
     });
     Ok(connection)

@@ -126,6 +126,13 @@ impl Move<'_> {
         };
         // From here Ctrl-C lets the writes in flight finish and be journalled.
         self.stop.on_ctrl_c(OnCtrlC::StopAfterWritesInFlight);
+        // A resume must reach a `--to-cluster` target after the move deleted its Secret here.
+        if let (Some(kept), Some(inline)) = (
+            self.kept_kubeconfig(),
+            self.request.target.as_ref().and_then(|t| t.inline.as_ref()),
+        ) {
+            kept.keep(self.source(), &inline.raw).await?;
+        }
         let mut file = self.journal_file(records, journal);
         let preflight = self.request.started.elapsed().as_secs_f64();
         let outcome = execute(

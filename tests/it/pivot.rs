@@ -158,3 +158,81 @@ async fn a_workload_cluster_that_cannot_be_reached_is_refused_before_any_write()
 
     assert_eq!(plugin_writes(&pair), 0, "nothing written anywhere");
 }
+
+/// A pivot killed after its Cluster's kubeconfig Secret left the source: the move kept the
+/// kubeconfig beside its journal, so `--resume` reaches the target and converges, and the kept
+/// copy goes when the move is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pivot_killed_after_its_secret_left_the_source_resumes_through_the_kubeconfig_it_kept() {
+    use capi_sandbox::{FaultAction, FaultRule};
+
+    let pair = self_hosted().await;
+    let source = pair.env.source.server.clone();
+    source.inject(
+        FaultRule::new(FaultAction::Latency(std::time::Duration::from_millis(100)))
+            .verbs(&["delete"])
+            .dry_run(false)
+            .agent("kubectl-capi/"),
+    );
+    let mut command = crate::common::plugin_command(
+        Some(&pair.kubeconfig),
+        &["move", "w1", "--to-cluster", "w1", "--concurrency", "1"],
+    );
+    // A short lease, so that the killed holder's is taken over soon.
+    let mut child = command
+        .env(kubectl_capi::kube::lease::DURATION_ENV, "1")
+        .spawn()
+        .unwrap();
+    let secret_gone = || {
+        source
+            .object("", "secrets", "default", "w1-kubeconfig")
+            .is_none()
+    };
+    crate::common::wait_until("the kubeconfig Secret to leave the source", secret_gone).await;
+    child.kill().await.unwrap();
+    source.clear_faults();
+    let kept = || {
+        source
+            .object("", "secrets", "default", "kubectl-capi-move-kubeconfig-w1")
+            .is_some()
+    };
+    assert!(kept(), "kept while the move is unfinished");
+    // The killed holder's lease expires a second after its last renewal (time is what it waits
+    // for).
+    let lease = source.lease().expect("a killed holder leaves its lease");
+    let renewed: jiff::Timestamp = lease["spec"]["renewTime"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let left =
+        (renewed + jiff::SignedDuration::from_secs(1)).duration_since(jiff::Timestamp::now());
+    if left.is_positive() {
+        tokio::time::sleep(left.unsigned_abs() + std::time::Duration::from_millis(100)).await;
+    }
+
+    let out = pair
+        .plugin(&["move", "w1", "--to-cluster", "w1", "--resume"])
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        pair.env
+            .target
+            .server
+            .object("cluster.x-k8s.io", "clusters", "default", "w1")
+            .is_some()
+            && source
+                .object("cluster.x-k8s.io", "clusters", "default", "w1")
+                .is_none(),
+        "moved: {}",
+        out.stderr
+    );
+    assert!(!kept(), "the kept kubeconfig goes with the finished move");
+    let temp = std::env::temp_dir();
+    for dir in [
+        pair.dir.path().to_path_buf(),
+        temp.join(format!("kubectl-capi-test-state-{}", std::process::id())),
+    ] {
+        assert_eq!(files_holding(&dir, CANARY), Vec::<PathBuf>::new());
+    }
+}

@@ -19,6 +19,7 @@ use crate::kube::Cluster;
 use crate::model::ObjectRef;
 
 pub mod copy;
+pub mod kept;
 mod local;
 
 use local::save_off_the_runtime;
@@ -444,6 +445,8 @@ pub struct JournalCopy {
     pub written: Option<copy::Written>,
     /// Slices written at once (`--concurrency`).
     pub concurrency: usize,
+    /// A `--to-cluster` move's kubeconfig of its target, kept beside the copy while it runs.
+    pub kept: Option<kept::Kept>,
 }
 
 impl JournalFile {
@@ -463,6 +466,9 @@ impl JournalFile {
             if let Some(copy) = &mut self.copy {
                 copy::remove(&copy.cluster, &copy.namespace, &copy.key).await?;
                 copy.written = Some(Vec::new());
+                if let Some(kept) = &copy.kept {
+                    kept.remove(&copy.cluster).await?;
+                }
             }
             return Ok(());
         }
