@@ -124,6 +124,10 @@ fn value_offer(arg: &Arg, partial: &str, prefix: &str) -> Offer {
             prefix: prefix.to_string(),
         };
     }
+    // `--to-cluster`: a workload cluster of the source.
+    if id == "to_cluster" && prefix.is_empty() {
+        return Offer::ClusterNames;
+    }
     let values: Vec<(String, String)> = arg
         .get_possible_values()
         .iter()
@@ -358,6 +362,11 @@ mod tests {
             Some("k".into())
         );
         assert_eq!(offer(&typed(&["move", "--journal"]), ""), Offer::Files);
+        assert_eq!(
+            offer(&typed(&["move", "--to-cluster"]), ""),
+            Offer::ClusterNames,
+            "a workload cluster of the source"
+        );
         assert_eq!(
             offer(&typed(&["verify", "--from-context"]), ""),
             contexts("from_kubeconfig", "")

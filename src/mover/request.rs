@@ -290,6 +290,11 @@ fn word(path: &std::path::Path) -> String {
 /// `clusterctl init` against the cluster `connection` reaches, in clusterctl's own flags.
 pub fn clusterctl_init(connection: &Connection) -> String {
     let mut command = String::from("clusterctl init");
+    if let Some(inline) = &connection.inline {
+        // A workload cluster's kubeconfig, read from its Secret again.
+        command.push_str(&inline.flags);
+        return command;
+    }
     if let Some(kubeconfig) = &connection.kubeconfig {
         command.push_str(&format!(" --kubeconfig {}", word(kubeconfig)));
     }
