@@ -326,6 +326,10 @@ pub struct ReadyArgs {
     /// Node health problems block instead of warning.
     #[arg(long)]
     pub strict: bool,
+    /// Also check the target of `move --to-cluster NAME`: the workload cluster NAME of the source,
+    /// reached through its kubeconfig Secret, runs every provider the source does.
+    #[arg(long, value_name = "NAME")]
+    pub to_cluster: Option<String>,
 }
 
 pub const PAUSE_HELP: &str =

@@ -97,6 +97,7 @@ impl Around for Commands<'_> {
             timeout: self.request.timeout,
             details: false,
             strict: false,
+            to_cluster: None,
         };
         let source = (&self.ends.source, &self.at(&self.request.source));
         super::ready::run_on(&ready, source, &self.step).await

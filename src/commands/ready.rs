@@ -91,7 +91,52 @@ fn nothing_in_scope(selection: &Selection) -> String {
 /// `kubectl capi ready`.
 pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
     let end = Connected::open(&settings.connection).await?;
-    run_on(args, (&end, settings), printer).await
+    // The target first: a move into it needs it, however ready the Clusters are.
+    let target = match &args.to_cluster {
+        Some(name) => target_can_take_it(name, &end, settings, printer).await?,
+        None => ExitStatus::Success,
+    };
+    let status = run_on(args, (&end, settings), printer).await?;
+    Ok(if target == ExitStatus::Success {
+        status
+    } else {
+        target
+    })
+}
+
+/// `--to-cluster NAME`: the workload cluster NAME is reached as `move --to-cluster` reaches it
+/// (refused as the move would be), is another cluster than the source, and runs every provider
+/// the source does, at its version or newer.
+async fn target_can_take_it(
+    name: &str,
+    source: &Connected,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<ExitStatus> {
+    use crate::mover::{preflight, same_cluster, workload};
+    let from = (&settings.connection, &settings.scope);
+    let connection = workload::target_of((&source.cluster, &source.catalog), from, name).await?;
+    let target = Connected::open(&connection).await.map_err(|e| match e {
+        Error::CapiNotInstalled { server, .. } => Error::CapiNotInstalled {
+            server,
+            install: Some(crate::mover::request::clusterctl_init(&connection)),
+        },
+        other => other,
+    })?;
+    same_cluster::ensure_distinct(&source.cluster, &target.cluster).await?;
+    let refusals = preflight::check_providers(&source.cluster, &target.cluster).await?;
+    if refusals.is_empty() {
+        printer.info(&format!(
+            "the target, workload cluster {name} (through its kubeconfig Secret), runs every provider the source does"
+        ));
+        return Ok(ExitStatus::Success);
+    }
+    let reasons: Vec<String> = refusals.iter().map(ToString::to_string).collect();
+    printer.refused(
+        &format!("workload cluster {name} cannot take the move:"),
+        &reasons,
+    );
+    Ok(ExitStatus::Failure)
 }
 
 /// [`run`] on a connected cluster; `settings` give the scope, the output and the flags hints

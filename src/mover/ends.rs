@@ -26,8 +26,9 @@ impl Ends {
         let mut source_catalog = None;
         if let (Some(name), true) = (request.to_cluster.clone(), request.moves_between_clusters()) {
             let catalog = Catalog::discover(&source).await?;
+            let from = (&request.source, &request.scope);
             request.target =
-                Some(super::workload::target_of(&source, &catalog, request, &name).await?);
+                Some(super::workload::target_of((&source, &catalog), from, &name).await?);
             source_catalog = Some(catalog);
         }
         let target = match &request.target {

@@ -7,29 +7,27 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject};
 
 use super::journal::kept::Kept;
-use super::request::MoveRequest;
 use crate::error::{End, Error, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::model::ClusterView;
 use crate::names::{CLUSTER, CORE_GROUP};
-use crate::settings::{Connection, InlineKubeconfig, shell_word};
+use crate::settings::{Connection, InlineKubeconfig, Scope, shell_word};
 
 /// The connection to the workload cluster `name` of `source`, from its kubeconfig Secret;
 /// refused when the Cluster is not there or not provisioned, or its Secret is missing or does
 /// not hold a kubeconfig.
 pub async fn target_of(
-    source: &Cluster,
-    catalog: &Catalog,
-    request: &MoveRequest,
+    (source, catalog): (&Cluster, &Catalog),
+    (connection, scope): (&Connection, &Scope),
     name: &str,
 ) -> Result<Connection> {
-    if request.scope.all_namespaces {
+    if scope.all_namespaces {
         return Err(Error::Usage(
             "--to-cluster names a Cluster of one namespace; pass -n NAMESPACE instead of -A".into(),
         ));
     }
-    let namespace = source.namespace(request.scope.namespace.as_deref());
-    let flags = request.source.as_flags();
+    let namespace = source.namespace(scope.namespace.as_deref());
+    let flags = connection.as_flags();
     let clusters = catalog
         .kind(CORE_GROUP, CLUSTER)
         .ok_or_else(|| Error::CapiNotInstalled {
@@ -58,7 +56,7 @@ pub async fn target_of(
             let origin = format!(
                 "the kubeconfig of {namespace}/{name} an interrupted move kept in the source"
             );
-            return connection_for(request, value, origin, (name, &namespace));
+            return connection_for(connection, value, origin, (name, &namespace));
         }
         Some(found) => {
             let cluster = ClusterView::read(&found);
@@ -90,18 +88,18 @@ pub async fn target_of(
             )])
         })?,
     };
-    connection_for(request, value, origin, (name, &namespace))
+    connection_for(connection, value, origin, (name, &namespace))
 }
 
 /// The connection to the workload cluster whose kubeconfig is `value`.
 fn connection_for(
-    request: &MoveRequest,
+    source: &Connection,
     value: Vec<u8>,
     origin: String,
     (name, namespace): (&str, &str),
 ) -> Result<Connection> {
     let secret_name = format!("{name}-kubeconfig");
-    let flags = request.source.as_flags();
+    let flags = source.as_flags();
     // Only that it does not parse is said: a parser's message may quote the Secret's content.
     let unusable = || {
         Error::Usage(format!(
@@ -113,7 +111,7 @@ fn connection_for(
     let text = std::str::from_utf8(&value).map_err(|_| unusable())?;
     let kubeconfig: kube::config::Kubeconfig =
         serde_saphyr::from_str(text).map_err(|_| unusable())?;
-    let mut connection = request.source.other_end(End::MOVE_WORKLOAD, None, None);
+    let mut connection = source.other_end(End::MOVE_WORKLOAD, None, None);
     // The workload cluster's own credentials: nothing of the source's connection applies there.
     connection.kubeconfig = None;
     connection.as_user = None;

@@ -236,3 +236,35 @@ async fn a_pivot_killed_after_its_secret_left_the_source_resumes_through_the_kub
         assert_eq!(files_holding(&dir, CANARY), Vec::<PathBuf>::new());
     }
 }
+
+/// `ready --to-cluster` checks the target a pivot would move into, as the move would reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_checks_the_workload_cluster_a_pivot_would_move_into() {
+    let pair = self_hosted().await;
+    let out = pair.plugin(&["ready", "w1", "--to-cluster", "w1"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("runs every provider the source does"),
+        "{}",
+        out.stderr
+    );
+    capi_sandbox::api::delete(
+        &pair.env.target.server.client(),
+        "clusterctl.cluster.x-k8s.io/v1alpha3",
+        "Provider",
+        "capd-system",
+        "infrastructure-docker",
+    )
+    .await
+    .unwrap();
+    let out = pair.plugin(&["ready", "w1", "--to-cluster", "w1"]).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("workload cluster w1 cannot take the move")
+            && out.stderr.contains("docker"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(plugin_writes(&pair), 0, "ready only reads");
+}

@@ -31,7 +31,7 @@ pub(super) use access::check_permissions;
 pub use dry_runs::dry_run_creates;
 pub(crate) use dry_runs::existing_in_target;
 use dry_runs::judge_existing;
-pub(super) use providers::check_providers;
+pub(crate) use providers::check_providers;
 pub use providers::provider_refusals;
 
 /// Why a move cannot start: what each check finds, rendered once (in clusterctl's words where
