@@ -21,6 +21,9 @@ pub struct DemoOptions {
     pub plugin: PathBuf,
     pub delays: Delays,
     pub dialect: Dialect,
+    /// End with the Cluster API quick start's last step: a self-hosted pivot of a third cluster
+    /// into itself (`move --to-cluster`), the target server playing that cluster.
+    pub pivot: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -50,6 +53,8 @@ impl DemoReport {
 const CLUSTER: &str = "demo-1";
 /// Moved by the one command at the end.
 const SECOND: &str = "demo-2";
+/// The cluster of the self-hosted pivot (`--pivot`).
+const PIVOTED: &str = "demo-3";
 
 /// Runs kubectl and returns its exit code and its stdout and stderr interleaved as a terminal
 /// shows them.
@@ -143,8 +148,9 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
         .parent()
         .context("plugin path has no directory")?
         .to_path_buf();
-    let env =
-        Environment::start(&Options::new(options.dialect, options.delays), &kubeconfig).await?;
+    let mut environment = Options::new(options.dialect, options.delays);
+    environment.self_hosted = options.pivot.then(|| PIVOTED.to_string());
+    let env = Environment::start(&environment, &kubeconfig).await?;
     let mut report = DemoReport::default();
     let timeout = options.delays.node * 200 + Duration::from_secs(10);
 
@@ -243,6 +249,10 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
             .await;
     }
 
+    if options.pivot {
+        self_hosted_pivot(&env, &kubectl, (out, &mut report), timeout).await?;
+    }
+
     writeln!(out)?;
     let moved_all = moved_everything(&env, options.dialect, out)?;
     report.moved = moved_all;
@@ -254,6 +264,29 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
         )?;
     }
     Ok(report)
+}
+
+/// The Cluster API quick start's last step: a workload cluster made in the source takes over
+/// its own management — moved into itself through its kubeconfig Secret, and verified there.
+async fn self_hosted_pivot(
+    env: &Environment,
+    kubectl: &Kubectl<'_>,
+    (out, report): (&mut dyn Write, &mut DemoReport),
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "\n# A self-hosted pivot: {PIVOTED} is made in {SOURCE_CONTEXT}, then moved into itself (its kubeconfig Secret reaches it; here {TARGET_CONTEXT} plays {PIVOTED})"
+    )?;
+    let mut workload = Workload::new("default", PIVOTED);
+    workload.control_plane_replicas = 1;
+    workload.workers = 1;
+    env.create_workload(&workload).await?;
+    env.wait_provisioned(&env.source, "default", PIVOTED, timeout)
+        .await?;
+    let pivot = ["capi", "move", PIVOTED, "--to-cluster", PIVOTED, "--verify"];
+    kubectl.step(&pivot, out, report).await?;
+    Ok(())
 }
 
 /// The two workload clusters, each with one control-plane Machine and one worker, provisioned

@@ -14,6 +14,7 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
         plugin: PathBuf::from(PLUGIN),
         delays: Delays::millis(20),
         dialect: Dialect::V1beta2,
+        pivot: true,
     };
     let mut out = Vec::new();
     let report = run(&options, &mut out).await.expect("the demo runs");
@@ -25,7 +26,7 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
         "the move meets an in-flight Machine: {text}"
     );
     let commands: Vec<&str> = report.steps.iter().map(|s| s.command.as_str()).collect();
-    assert_eq!(commands.len(), 8, "{commands:?}");
+    assert_eq!(commands.len(), 9, "{commands:?}");
     assert_eq!(
         (report.steps[0].code, report.steps[0].pending),
         (0, false),
@@ -94,4 +95,17 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
     );
     assert!(text.contains("# Done: demo-1 is ready in sandbox-target"));
     assert!(text.contains("# Done: demo-2 is ready in sandbox-target"));
+
+    // It ends with the quick start's self-hosted pivot: demo-3 moved into itself.
+    assert_eq!(
+        report.steps[8].command,
+        "kubectl capi move demo-3 --to-cluster demo-3 --verify"
+    );
+    assert_eq!(report.steps[8].code, 0, "{text}");
+    assert!(
+        text.contains(
+            "cluster.cluster.x-k8s.io/demo-3 verified: 1 control-plane + 1 worker Machines adopted"
+        ),
+        "{text}"
+    );
 }

@@ -127,6 +127,9 @@ enum Command {
         delay_ms: u64,
         #[arg(long, value_enum, default_value_t = Dialect::V1beta2)]
         dialect: Dialect,
+        /// End with a self-hosted pivot: a third cluster moved into itself (move --to-cluster).
+        #[arg(long)]
+        pivot: bool,
     },
     /// Measure the API server's capacity: creates (sequential and concurrent, in-process) up to
     /// --objects stored objects, and LIST of --listed objects in-process and over HTTP.
@@ -327,7 +330,11 @@ async fn scale(
 }
 
 /// `demo`: the story, told with the plugin against a fresh pair of management clusters.
-async fn demo(plugin: Option<PathBuf>, delay_ms: u64, dialect: Dialect) -> anyhow::Result<()> {
+async fn demo(
+    plugin: Option<PathBuf>,
+    delay_ms: u64,
+    (dialect, pivot): (Dialect, bool),
+) -> anyhow::Result<()> {
     let plugin = match plugin {
         Some(p) => p,
         None => std::env::current_exe()?.with_file_name("kubectl-capi"),
@@ -342,6 +349,7 @@ async fn demo(plugin: Option<PathBuf>, delay_ms: u64, dialect: Dialect) -> anyho
         plugin,
         delays: Delays::millis(delay_ms),
         dialect,
+        pivot,
     };
     let mut stdout = std::io::stdout();
     capi_sandbox::demo::run(&options, &mut stdout).await?;
@@ -399,7 +407,8 @@ async fn main() -> anyhow::Result<()> {
             plugin,
             delay_ms,
             dialect,
-        } => demo(plugin, delay_ms, dialect).await,
+            pivot,
+        } => demo(plugin, delay_ms, (dialect, pivot)).await,
         Command::BenchMove {
             plugin,
             clusters,
