@@ -268,3 +268,31 @@ async fn ready_checks_the_workload_cluster_a_pivot_would_move_into() {
     );
     assert_eq!(plugin_writes(&pair), 0, "ready only reads");
 }
+
+/// A workload cluster still provisioning cannot take a move (nor has it a kubeconfig yet).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workload_cluster_still_provisioning_is_refused() {
+    use capi_sandbox::controllers::Step;
+
+    let pair = self_hosted().await;
+    let source = &pair.env.source;
+    source.controllers.holds.hold(None, Step::Node);
+    pair.env
+        .create_workload(&workload("w2", 1, 0))
+        .await
+        .unwrap();
+    let holds = source.controllers.holds.clone();
+    crate::common::wait_until("w2's first node to be held", || !holds.waiting().is_empty()).await;
+    let out = pair.plugin(&["move", "w2", "--to-cluster", "w2"]).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("Cluster default/w2 is not provisioned yet, so it cannot take the move")
+            && out
+                .stderr
+                .contains("`kubectl capi ready w2 -n default --wait`"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(plugin_writes(&pair), 0);
+}
