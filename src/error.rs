@@ -108,6 +108,9 @@ pub enum Error {
     /// The answer is no (exit 1): every reason, and nothing was written.
     #[error("{}", .0.join("; "))]
     Refused(Vec<String>),
+    /// Nothing to do, found before anything else could be (exit 0): what is done already.
+    #[error("{0}")]
+    AlreadyDone(String),
     /// stdout was closed (`| head`): the command ends quietly.
     #[error("stdout was closed")]
     BrokenPipe,

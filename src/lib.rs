@@ -97,6 +97,10 @@ where
             printer.error(&error.to_string());
             ExitStatus::Failure
         }
+        Err(Error::AlreadyDone(what)) => {
+            printer.info(&what);
+            ExitStatus::Success
+        }
         Err(Error::Refused(reasons)) => {
             match reasons.as_slice() {
                 [reason] => printer.error(reason),

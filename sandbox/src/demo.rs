@@ -218,36 +218,13 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
             .await;
     }
 
-    writeln!(
-        out,
-        "\n# The same story in one command: freeze, wait until ready, move, release the freeze in {TARGET_CONTEXT}, and prove the target adopted the cluster"
-    )?;
-    scale_up_control_plane(&env, options.dialect, SECOND, out).await?;
-    let one_command = [
-        "capi",
-        "move",
-        SECOND,
-        "--freeze",
-        "--wait-ready",
-        "--verify",
-        "--to-kubeconfig",
-        kubeconfig_text.as_str(),
-        "--to-context",
-        TARGET_CONTEXT,
-    ];
-    // The in-flight Machine gets its node while the command waits, once the freeze is in place.
-    let node_joins_once_frozen = async {
-        poll_until(|| control_plane_frozen(&env, SECOND)).await;
-        env.source.controllers.holds.release_all();
-    };
-    let moved_in_one = kubectl
-        .step_while(&one_command, out, &mut report, node_joins_once_frozen)
-        .await?;
-    if !moved_in_one.pending && moved_in_one.code == 0 {
-        let _ = env
-            .wait_provisioned(&env.target, "default", SECOND, timeout)
-            .await;
-    }
+    one_command(
+        &env,
+        &kubectl,
+        (&kubeconfig_text, timeout),
+        (out, &mut report),
+    )
+    .await?;
 
     if options.pivot {
         self_hosted_pivot(&env, &kubectl, (out, &mut report), timeout).await?;
@@ -264,6 +241,48 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
         )?;
     }
     Ok(report)
+}
+
+/// The same story in one command for the second cluster, scaling while the command runs:
+/// freeze, wait until ready, move, release the freeze in the target, verify.
+async fn one_command(
+    env: &Environment,
+    kubectl: &Kubectl<'_>,
+    (kubeconfig_text, timeout): (&str, Duration),
+    (out, report): (&mut dyn Write, &mut DemoReport),
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "\n# The same story in one command: freeze, wait until ready, move, release the freeze in {TARGET_CONTEXT}, and prove the target adopted the cluster"
+    )?;
+    scale_up_control_plane(env, env.dialect, SECOND, out).await?;
+    let one_command = [
+        "capi",
+        "move",
+        SECOND,
+        "--freeze",
+        "--wait-ready",
+        "--verify",
+        "--to-kubeconfig",
+        kubeconfig_text,
+        "--to-context",
+        TARGET_CONTEXT,
+    ];
+    // The in-flight Machine gets its node while the command waits, once the freeze is in place.
+    let node_joins_once_frozen = async {
+        poll_until(|| control_plane_frozen(env, SECOND)).await;
+        env.source.controllers.holds.release_all();
+    };
+    let moved_in_one = kubectl
+        .step_while(&one_command, out, report, node_joins_once_frozen)
+        .await?;
+    if !moved_in_one.pending && moved_in_one.code == 0 {
+        let _ = env
+            .wait_provisioned(&env.target, "default", SECOND, timeout)
+            .await;
+    }
+
+    Ok(())
 }
 
 /// The Cluster API quick start's last step: a workload cluster made in the source takes over

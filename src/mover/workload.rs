@@ -47,11 +47,13 @@ pub async fn target_of(
         // Moved already, or being moved: a move that was interrupted kept its kubeconfig.
         None => {
             let Some(value) = kept.read(source).await? else {
-                return Err(Error::ClustersNotFound {
-                    names: vec![name.to_string()],
-                    scope: format!("namespace {namespace} (--to-cluster)"),
-                    flags,
-                });
+                return Err(moved_already(source, (&namespace, name)).await?.unwrap_or(
+                    Error::ClustersNotFound {
+                        names: vec![name.to_string()],
+                        scope: format!("namespace {namespace} (--to-cluster)"),
+                        flags,
+                    },
+                ));
             };
             let origin = format!(
                 "the kubeconfig of {namespace}/{name} an interrupted move kept in the source"
@@ -89,6 +91,25 @@ pub async fn target_of(
         })?,
     };
     connection_for(connection, value, origin, (name, &namespace))
+}
+
+/// A Cluster that is not in the source because a move recorded here moved it into itself:
+/// nothing left to move (the move is found as it was asked for: this Cluster of this source).
+async fn moved_already(source: &Cluster, (namespace, name): (&str, &str)) -> Result<Option<Error>> {
+    let identity = crate::mover::same_cluster::identify(source).await?;
+    let Ok(uid) = identity.kube_system_uid else {
+        return Ok(None);
+    };
+    let dir = crate::mover::journal::default_dir();
+    Ok(
+        crate::mover::journal::finished_pivot(&dir, &uid, (namespace, name)).map(|(path, record)| {
+            Error::AlreadyDone(format!(
+                "the move recorded in {} moved Cluster {namespace}/{name} into itself at {}; nothing left to move",
+                path.display(),
+                record.finished_at.as_deref().unwrap_or("an unknown time")
+            ))
+        }),
+    )
 }
 
 /// The connection to the workload cluster whose kubeconfig is `value`.

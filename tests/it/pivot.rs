@@ -97,6 +97,18 @@ async fn a_move_into_the_workload_cluster_itself_goes_through_its_secret_and_wri
         );
     }
     assert!(!out.stdout.contains(CANARY) && !out.stderr.contains(CANARY));
+
+    // Run again: the Cluster and its Secret are in the target now; the finished move says so.
+    let again = pair.plugin(&["move", "w1", "--to-cluster", "w1"]).await;
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains("moved Cluster default/w1 into itself")
+            && again.stderr.contains("nothing left to move"),
+        "{}",
+        again.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -133,6 +133,32 @@ pub fn prune_finished(dir: &Path) {
     }
 }
 
+/// The newest finished record in `dir` of a `--to-cluster` move of `cluster` of `namespace` out
+/// of the source whose `kube-system` UID is `source`, with its path.
+pub fn finished_pivot(
+    dir: &Path,
+    source: &str,
+    (namespace, cluster): (&str, &str),
+) -> Option<(PathBuf, Journal)> {
+    let files = std::fs::read_dir(dir).ok()?;
+    files
+        .flatten()
+        .map(|f| f.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("move-") && n.ends_with(".json"))
+        })
+        .filter_map(|p| Journal::load(&p).ok().map(|j| (p, j)))
+        .filter(|(_, j)| {
+            j.stage == super::Stage::Done
+                && j.source.identity.as_deref() == Some(source)
+                && j.target.cluster.as_deref() == Some(cluster)
+                && j.namespace.as_deref() == Some(namespace)
+        })
+        .max_by(|(_, a), (_, b)| a.finished_at.cmp(&b.finished_at))
+}
+
 /// `$XDG_STATE_HOME/kubectl-capi/moves`, else `~/.local/state/kubectl-capi/moves`.
 pub fn default_dir() -> PathBuf {
     let state = std::env::var_os("XDG_STATE_HOME")

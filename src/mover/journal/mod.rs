@@ -24,8 +24,8 @@ mod local;
 
 use local::save_off_the_runtime;
 pub use local::{
-    FINISHED_RECORDS_KEPT, SET_ASIDE_PREFIX, check_writable, default_dir, prune_finished,
-    save_text, set_aside,
+    FINISHED_RECORDS_KEPT, SET_ASIDE_PREFIX, check_writable, default_dir, finished_pivot,
+    prune_finished, save_text, set_aside,
 };
 
 /// Where a move is.
