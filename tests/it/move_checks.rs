@@ -451,6 +451,7 @@ async fn ctrl_c_during_the_dry_runs_removes_the_namespaces_they_needed() {
         .command(&[&MOVE_NS1[..], &["--concurrency", "1"]].concat())
         .spawn()
         .unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     while !w
         .target
         .requests()
@@ -458,6 +459,10 @@ async fn ctrl_c_during_the_dry_runs_removes_the_namespaces_they_needed() {
         .any(|r| r.dry_run && r.resource != "namespaces")
     {
         assert!(child.try_wait().unwrap().is_none(), "still checking");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no dry run within 60 s"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     assert!(w.target.object("", "namespaces", "", "ns1").is_some());

@@ -536,6 +536,7 @@ async fn a_rollback_refuses_a_local_journal_behind_the_copy_in_the_source() {
     let child = command.spawn().unwrap();
     let start = w.writes_per_server();
     let mut child = child;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     while w
         .writes_since(start)
         .iter()
@@ -546,6 +547,10 @@ async fn a_rollback_refuses_a_local_journal_behind_the_copy_in_the_source() {
         assert!(
             child.try_wait().unwrap().is_none(),
             "killed before it finished"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "six writes within 60 s"
         );
         tokio::time::sleep(std::time::Duration::from_micros(200)).await;
     }

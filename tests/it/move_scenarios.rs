@@ -1147,7 +1147,12 @@ pub async fn kill_at(world: &World, args: &[&str], point: KillPoint) -> bool {
         );
     }
     let mut child = world.command(args).spawn().unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the kill point was not reached within 60 s"
+        );
         let reached = match point {
             KillPoint::Writes(n) => world.writes_since(before).len() >= n,
             KillPoint::JournalWrites(n) => {
