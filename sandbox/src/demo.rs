@@ -303,6 +303,12 @@ async fn self_hosted_pivot(
     env.create_workload(&workload).await?;
     env.wait_provisioned(&env.source, "default", PIVOTED, timeout)
         .await?;
+    // Its kubeconfig Secret comes in a pass after the control plane is up.
+    env.source
+        .controllers
+        .settle(timeout)
+        .await
+        .map_err(anyhow::Error::msg)?;
     let pivot = ["capi", "move", PIVOTED, "--to-cluster", PIVOTED, "--verify"];
     kubectl.step(&pivot, out, report).await?;
     Ok(())

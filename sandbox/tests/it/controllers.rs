@@ -813,6 +813,8 @@ async fn a_self_hosted_workload_clusters_kubeconfig_reaches_the_target() {
     env.wait_provisioned(&env.source, "default", "w1", SETTLE)
         .await
         .unwrap();
+    // The kubeconfig Secret comes in a pass after the control plane is up: once they settle.
+    env.source.controllers.settle(SETTLE).await.unwrap();
     let secrets: Api<Secret> = Api::namespaced(env.source.server.client(), "default");
     let secret = secrets.get("w1-kubeconfig").await.unwrap();
     let value = &secret.data.unwrap()["value"].0;
