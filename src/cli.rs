@@ -110,6 +110,10 @@ pub struct GlobalArgs {
     /// Do not verify the server's certificate (insecure).
     #[arg(long, global = true)]
     pub insecure_skip_tls_verify: bool,
+    /// The --kubeconfig was read from a cluster's Secret: use only its inline credentials
+    /// (refuse exec, auth-provider, file paths, proxy-url, insecure-skip-tls-verify).
+    #[arg(long, global = true)]
+    pub kubeconfig_from_secret: bool,
     /// When to colour status words.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,

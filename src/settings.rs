@@ -27,6 +27,10 @@ pub struct Connection {
     /// A kubeconfig held in memory only, read from a workload cluster's Secret (`--to-cluster`):
     /// used instead of files, never written, never printed.
     pub inline: Option<InlineKubeconfig>,
+    /// `--kubeconfig-from-secret`: the kubeconfig file was read from a cluster (a pasted hint
+    /// reads a workload cluster's Secret): only its inline credentials are used
+    /// ([`crate::kube::inline_only`]).
+    pub kubeconfig_from_secret: bool,
 }
 
 /// A kubeconfig that exists only in memory, and how to speak of it.
@@ -37,8 +41,11 @@ pub struct InlineKubeconfig {
     pub raw: Vec<u8>,
     /// How messages name it: `the kubeconfig in Secret default/w1-kubeconfig of the source`.
     pub origin: String,
-    /// The flags a pasted hint reaches the same cluster with (they read the Secret again).
-    pub flags: String,
+    /// The `--kubeconfig <(…)` a pasted command reaches the same cluster with (it reads the
+    /// Secret again).
+    pub reach: String,
+    /// The proxy the source's own kubeconfig goes through: the only one this kubeconfig may name.
+    pub allowed_proxy: Option<http::Uri>,
 }
 
 impl std::fmt::Debug for InlineKubeconfig {
@@ -53,7 +60,7 @@ impl Connection {
     /// (` --kubeconfig k --context c`): hints repeat them so they work when pasted.
     pub fn as_flags(&self) -> String {
         if let Some(inline) = &self.inline {
-            return inline.flags.clone();
+            return format!("{} --kubeconfig-from-secret", inline.reach);
         }
         let kubeconfig = self
             .kubeconfig
@@ -96,6 +103,8 @@ impl Connection {
         connection.end = end;
         if let Some(path) = kubeconfig {
             connection.kubeconfig = Some(path.clone());
+            // `--kubeconfig-from-secret` speaks of `--kubeconfig` only.
+            connection.kubeconfig_from_secret = false;
         }
         connection.context = context.cloned();
         connection.cluster = None;
@@ -181,6 +190,7 @@ impl Settings {
                 request_timeout,
                 request_log: (args.verbosity.unwrap_or(0) >= 6).then(crate::output::Log::stderr),
                 inline: None,
+                kubeconfig_from_secret: args.kubeconfig_from_secret,
             },
             scope: Scope {
                 namespace: args.namespace.clone(),

@@ -28,6 +28,9 @@ pub struct Cluster {
     pub request_timeout: std::time::Duration,
     /// Which end this is, for messages.
     pub end: End,
+    /// The proxy its kubeconfig sends requests through: the only one a kubeconfig read from this
+    /// cluster may name.
+    pub proxy_url: Option<http::Uri>,
 }
 
 impl Cluster {
@@ -42,6 +45,7 @@ impl Cluster {
             context: url.to_string(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             end: End::default(),
+            proxy_url: None,
         }
     }
 
@@ -222,6 +226,7 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         files: files.clone(),
         list_flags: kubeconfig_flags(connection),
     };
+    refuse_what_runs_or_reads(connection, &kubeconfig, &files)?;
     let no_contexts = kubeconfig.contexts.is_empty();
     if let Some(context) = &connection.context
         && !kubeconfig.contexts.iter().any(|c| &c.name == context)
@@ -281,6 +286,7 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         .trim_end_matches('/')
         .to_string();
     let default_namespace = config.default_namespace.clone();
+    let proxy_url = config.proxy_url.clone();
     let identity = connection
         .as_user
         .clone()
@@ -309,5 +315,37 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         context: context_name.unwrap_or_default(),
         request_timeout,
         end,
+        proxy_url,
     })
+}
+
+/// A kubeconfig read from a cluster (`--to-cluster`'s Secret, or `--kubeconfig-from-secret`)
+/// may carry only inline credentials: anything that would run a program, open a local file or
+/// send the credentials elsewhere is refused before any connection, each field in a line of its
+/// own (never its value).
+fn refuse_what_runs_or_reads(
+    connection: &Connection,
+    kubeconfig: &Kubeconfig,
+    files: &str,
+) -> Result<()> {
+    let (origin, allowed_proxy) = match &connection.inline {
+        Some(inline) => (inline.origin.as_str(), inline.allowed_proxy.as_ref()),
+        None if connection.kubeconfig_from_secret => (files, None),
+        None => return Ok(()),
+    };
+    let found = super::inline_only::forbidden_fields(kubeconfig, allowed_proxy);
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Refused(
+        found
+            .iter()
+            .map(|field| {
+                format!(
+                    "{origin} sets {field}: a kubeconfig read from a cluster is data, never a command, and may carry only {}; nothing was run, read or sent",
+                    super::inline_only::ALLOWED
+                )
+            })
+            .collect(),
+    ))
 }

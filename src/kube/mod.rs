@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod connect;
 pub mod connected;
+pub mod inline_only;
 pub mod lease;
 pub mod retry;
 pub mod stop;

@@ -292,7 +292,7 @@ pub fn clusterctl_init(connection: &Connection) -> String {
     let mut command = String::from("clusterctl init");
     if let Some(inline) = &connection.inline {
         // A workload cluster's kubeconfig, read from its Secret again.
-        command.push_str(&inline.flags);
+        command.push_str(&inline.reach);
         return command;
     }
     if let Some(kubeconfig) = &connection.kubeconfig {

@@ -58,7 +58,7 @@ pub async fn target_of(
             let origin = format!(
                 "the kubeconfig of {namespace}/{name} an interrupted move kept in the source"
             );
-            return connection_for(connection, value, origin, (name, &namespace));
+            return connection_for((connection, source), value, origin, (name, &namespace));
         }
         Some(found) => {
             let cluster = ClusterView::read(&found);
@@ -90,7 +90,7 @@ pub async fn target_of(
             )])
         })?,
     };
-    connection_for(connection, value, origin, (name, &namespace))
+    connection_for((connection, source), value, origin, (name, &namespace))
 }
 
 /// A Cluster that is not in the source because a move recorded here moved it into itself:
@@ -114,7 +114,7 @@ async fn moved_already(source: &Cluster, (namespace, name): (&str, &str)) -> Res
 
 /// The connection to the workload cluster whose kubeconfig is `value`.
 fn connection_for(
-    source: &Connection,
+    (source, source_cluster): (&Connection, &Cluster),
     value: Vec<u8>,
     origin: String,
     (name, namespace): (&str, &str),
@@ -142,11 +142,12 @@ fn connection_for(
         kubeconfig,
         raw: value,
         origin,
-        flags: format!(
+        reach: format!(
             " --kubeconfig <(kubectl get secret {} -n {}{flags} -o jsonpath='{{.data.value}}' | base64 -d)",
             shell_word(&secret_name),
             shell_word(namespace)
         ),
+        allowed_proxy: source_cluster.proxy_url.clone(),
     });
     Ok(connection)
 }

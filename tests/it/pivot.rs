@@ -308,3 +308,158 @@ async fn a_workload_cluster_still_provisioning_is_refused() {
     );
     assert_eq!(plugin_writes(&pair), 0);
 }
+
+/// A kubeconfig a cluster stores is data, never a command: a `NAME-kubeconfig` Secret whose
+/// kubeconfig would run a program, open a local file, or send the credentials elsewhere is
+/// refused before any connection, one line per field naming the Secret and the field (never its
+/// value) — and the canary command never ran, the canary file was never opened, the target
+/// never heard from the plugin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_kubeconfig_that_would_run_or_read_anything_is_refused_before_any_connection() {
+    let pair = self_hosted().await;
+    let source = pair.env.source.server.clone();
+    let target = pair.env.target.server.clone();
+    let secret = source
+        .object("", "secrets", "default", "w1-kubeconfig")
+        .unwrap();
+    let encoded = secret["data"]["value"].as_str().unwrap();
+    use base64::Engine as _;
+    let text = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .unwrap();
+    let clean: serde_json::Value =
+        serde_saphyr::from_str(std::str::from_utf8(&text).unwrap()).unwrap();
+
+    // The canaries: a command that leaves a mark if it runs, and a FIFO whose opening by a
+    // reader lets a writer thread through (so an open is seen even if nothing is read).
+    let canaries = pair.dir.path().join("canaries");
+    std::fs::create_dir_all(&canaries).unwrap();
+    let ran = canaries.join("ran");
+    let command = canaries.join("canary.sh");
+    std::fs::write(&command, format!("#!/bin/sh\ntouch {}\n", ran.display())).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&command, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let fifo = canaries.join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let opened = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (fifo, opened) = (fifo.clone(), opened.clone());
+        std::thread::spawn(move || {
+            // Blocks until someone opens the FIFO to read.
+            let _file = std::fs::OpenOptions::new().write(true).open(&fifo);
+            opened.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+
+    let command_path = command.display().to_string();
+    let fifo_path = fifo.display().to_string();
+    let cases: Vec<(&str, &str, serde_json::Value)> = vec![
+        (
+            "users",
+            "exec",
+            json!({"apiVersion": "client.authentication.k8s.io/v1", "command": command_path}),
+        ),
+        (
+            "users",
+            "auth-provider",
+            json!({"name": "oidc", "config": {"cmd-path": command_path}}),
+        ),
+        ("users", "tokenFile", json!(fifo_path)),
+        ("users", "client-certificate", json!(fifo_path)),
+        ("users", "client-key", json!(fifo_path)),
+        ("clusters", "certificate-authority", json!(fifo_path)),
+        ("clusters", "proxy-url", json!("http://127.0.0.1:9")),
+        ("clusters", "insecure-skip-tls-verify", json!(true)),
+    ];
+    let plugin_requests_to_target = || {
+        target
+            .requests()
+            .iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .count()
+    };
+    for (list, field, value) in cases {
+        let mut kubeconfig = clean.clone();
+        let inner = if list == "users" { "user" } else { "cluster" };
+        for entry in kubeconfig[list].as_array_mut().unwrap() {
+            entry[inner][field] = value.clone();
+        }
+        capi_sandbox::api::merge_patch(
+            &source.client(),
+            "v1",
+            "Secret",
+            "default",
+            "w1-kubeconfig",
+            &json!({"stringData": {"value": kubeconfig.to_string()}}),
+        )
+        .await
+        .unwrap();
+        for args in [
+            vec!["move", "w1", "--to-cluster", "w1"],
+            vec!["ready", "w1", "--to-cluster", "w1"],
+        ] {
+            let out = pair.plugin(&args).await;
+            assert_eq!(out.code, 1, "{field}: {}", out.stderr);
+            assert!(
+                out.stderr.contains("Secret default/w1-kubeconfig")
+                    && out.stderr.contains(&format!(": {field} (")),
+                "{field}: {}",
+                out.stderr
+            );
+            for value in [&command_path, &fifo_path, "127.0.0.1:9"] {
+                assert!(
+                    !out.stderr.contains(value),
+                    "never the value: {}",
+                    out.stderr
+                );
+            }
+        }
+        assert!(!ran.exists(), "{field}: the canary command ran");
+        assert!(
+            !opened.load(std::sync::atomic::Ordering::SeqCst),
+            "{field}: the canary file was opened"
+        );
+        assert_eq!(
+            plugin_requests_to_target(),
+            0,
+            "{field}: the target was reached"
+        );
+    }
+    // The same holds for a pasted hint that reads the Secret into --kubeconfig: the flag the
+    // hints carry makes it data too.
+    let mut kubeconfig = clean.clone();
+    for entry in kubeconfig["users"].as_array_mut().unwrap() {
+        entry["user"]["exec"] =
+            json!({"apiVersion": "client.authentication.k8s.io/v1", "command": command_path});
+    }
+    let file = canaries.join("from-secret.kubeconfig");
+    std::fs::write(&file, kubeconfig.to_string()).unwrap();
+    let out = crate::common::plugin_command(
+        Some(&file),
+        &["resume", "--all", "--kubeconfig-from-secret"],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !ran.exists(),
+        "the canary command ran from --kubeconfig-from-secret"
+    );
+    assert_eq!(plugin_writes(&pair), 0, "nothing written anywhere");
+    // Let the writer thread go.
+    drop(std::fs::File::open(&fifo));
+    writer.join().unwrap();
+}
