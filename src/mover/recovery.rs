@@ -131,12 +131,13 @@ pub async fn set_aside_foreign(at: &Elsewhere<'_>) -> Result<Vec<String>> {
         && let Some(dir) = at.path.parent()
         && let Ok(entries) = std::fs::read_dir(dir)
     {
-        let prefix = at.id.file_prefix();
+        let prefixes = at.id.file_prefixes();
         files.extend(entries.flatten().map(|e| e.path()).filter(|p| {
             p.as_path() != at.path
-                && p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".json"))
+                && p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                    prefixes.iter().any(|prefix| n.starts_with(prefix.as_str()))
+                        && n.ends_with(".json")
+                })
         }));
     }
     for file in files.iter().filter(|f| f.exists()) {
@@ -147,6 +148,10 @@ pub async fn set_aside_foreign(at: &Elsewhere<'_>) -> Result<Vec<String>> {
         let Some(reason) = recorded.foreign_to(&at.id) else {
             continue;
         };
+        if !unidentified && !at.same_addresses(&recorded) {
+            // The same selection between other clusters: a move of its own.
+            continue;
+        }
         if at.chosen && unidentified {
             continue;
         }
@@ -157,19 +162,17 @@ pub async fn set_aside_foreign(at: &Elsewhere<'_>) -> Result<Vec<String>> {
             aside.display()
         ));
     }
-    let address_key = at.id.address_key();
     let keys = journal::copy::keys(at.source, at.copy_namespace).await?;
-    for key in keys.iter().filter(|k| {
-        **k == address_key
-            || k.strip_prefix(address_key.as_str())
-                .is_some_and(|rest| rest.starts_with('-'))
-    }) {
+    for key in keys.iter().filter(|k| at.id.same_selection(k)) {
         let Some(recorded) = journal::copy::load(at.source, at.copy_namespace, key).await? else {
             continue;
         };
         let Some(reason) = recorded.foreign_to(&at.id) else {
             continue;
         };
+        if recorded.source.identity.is_some() && !at.same_addresses(&recorded) {
+            continue;
+        }
         journal::copy::remove(at.source, at.copy_namespace, key).await?;
         notes.push(format!(
             "the journal's copy {key} in namespace {} of the source was not acted on: {reason}; it was removed",
@@ -177,6 +180,13 @@ pub async fn set_aside_foreign(at: &Elsewhere<'_>) -> Result<Vec<String>> {
         ));
     }
     Ok(notes)
+}
+
+impl Elsewhere<'_> {
+    /// Whether `recorded` names the clusters at the addresses this move reaches them through.
+    fn same_addresses(&self, recorded: &Journal) -> bool {
+        recorded.source.server == self.id.source && recorded.target.server == self.id.target
+    }
 }
 
 /// How many of `entries` no longer exist in the source with their recorded UID.

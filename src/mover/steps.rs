@@ -114,13 +114,22 @@ impl<'a> Move<'a> {
                     clusters: &request.clusters,
                     selector: request.scope.selector.as_deref(),
                 };
-                let path = request
-                    .journal
-                    .clone()
-                    .unwrap_or_else(|| journal::default_dir().join(id.file_name()));
+                let path = request.journal.clone().unwrap_or_else(|| {
+                    // An interrupted move an older version keyed by the URLs is still found.
+                    let dir = journal::default_dir();
+                    let (current, legacy) =
+                        (dir.join(id.file_name()), dir.join(id.legacy_file_name()));
+                    if !current.exists() && legacy.exists() {
+                        legacy
+                    } else {
+                        current
+                    }
+                });
+                let legacy = path.file_name().and_then(|n| n.to_str())
+                    == Some(id.legacy_file_name().as_str());
                 Some(MoveRecords {
                     path,
-                    key: id.key(),
+                    key: if legacy { id.legacy_key() } else { id.key() },
                     identities: identities.clone(),
                     copy_namespace: journal::copy::namespace(source, namespace.as_deref()).await?,
                 })

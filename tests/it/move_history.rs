@@ -376,3 +376,43 @@ async fn an_interrupted_journal_with_nothing_left_to_do_is_closed() {
         "the copy is gone"
     );
 }
+
+/// A move's records belong to its two clusters, whatever URLs reach them: a move interrupted
+/// through `127.0.0.1` is resumed, and another rolled back, through `localhost`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_interrupted_through_one_url_is_continued_through_another() {
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let (clean_source, clean_target) = clean_end_state(&fixture).await;
+    let w = World::start(&fixture).await;
+    let through_localhost = [
+        "move",
+        "--context",
+        "source-localhost",
+        "--to-context",
+        "target",
+        "-n",
+        "ns1",
+    ];
+
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::Writes(8)).await);
+    let out = w
+        .plugin(&[&through_localhost[..], &["--rollback"]].concat())
+        .await;
+    assert_eq!(out.code, 0, "rollback through localhost: {}", out.stderr);
+    assert!(out.stdout.contains("rolled back"), "{}", out.stdout);
+    assert!(w.target.lease().is_none() && w.source.lease().is_none());
+
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::Writes(8)).await);
+    let out = w
+        .plugin(&[&through_localhost[..], &["--resume"]].concat())
+        .await;
+    assert_eq!(out.code, 0, "resume through localhost: {}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("continuing the interrupted move recorded in"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(end_state(&w.source), clean_source);
+    assert_eq!(end_state(&w.target), clean_target);
+}

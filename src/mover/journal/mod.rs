@@ -367,8 +367,24 @@ pub struct MoveId<'a> {
 }
 
 impl MoveId<'_> {
-    /// The part of the key the addresses give: records of a move between other clusters at the
-    /// same addresses share it (and older versions keyed records by it alone).
+    /// What was asked, whichever clusters: the namespace, the named Clusters, the selector.
+    fn selection_key(&self) -> String {
+        let mut names = self.clusters.to_vec();
+        names.sort();
+        let mut key = format!("{}\n{}", self.namespace.unwrap_or("*"), names.join(","));
+        if let Some(selector) = self.selector {
+            key.push_str(&format!("\n-l {selector}"));
+        }
+        format!("{:016x}", fnv1a(key.as_bytes()))
+    }
+
+    fn identities_key(&self) -> String {
+        let identities = format!("{}\n{}", self.source_uid, self.target_uid);
+        format!("{:016x}", fnv1a(identities.as_bytes()))
+    }
+
+    /// The part of the key older versions derived from the addresses (they keyed records by the
+    /// URLs the clusters were reached through).
     pub fn address_key(&self) -> String {
         let mut names = self.clusters.to_vec();
         names.sort();
@@ -386,24 +402,38 @@ impl MoveId<'_> {
         format!("{:016x}", fnv1a(key.as_bytes()))
     }
 
-    /// A stable key for this move between these two clusters.
+    /// This move's key: what was asked between these two clusters, by their `kube-system` UIDs —
+    /// whatever URLs reach them, so a move interrupted through one address is continued through
+    /// another.
     pub fn key(&self) -> String {
-        let identities = format!("{}\n{}", self.source_uid, self.target_uid);
-        format!(
-            "{}-{:016x}",
-            self.address_key(),
-            fnv1a(identities.as_bytes())
-        )
+        format!("{}-{}", self.selection_key(), self.identities_key())
     }
 
-    /// The beginning of the file names of this move's journals between any clusters at these
-    /// addresses.
-    pub fn file_prefix(&self) -> String {
-        format!(
-            "move-{}-{}",
-            self.namespace.unwrap_or("all-namespaces"),
-            self.address_key()
-        )
+    /// The key an older version gave the same move (by the addresses as well).
+    pub fn legacy_key(&self) -> String {
+        format!("{}-{}", self.address_key(), self.identities_key())
+    }
+
+    /// Whether a key is of a move with this selection (between any clusters), in this version's
+    /// keys or in an older version's at these addresses.
+    pub fn same_selection(&self, key: &str) -> bool {
+        let starts = |prefix: String| {
+            key == prefix
+                || key
+                    .strip_prefix(prefix.as_str())
+                    .is_some_and(|rest| rest.starts_with('-'))
+        };
+        starts(self.selection_key()) || starts(self.address_key())
+    }
+
+    /// The beginnings of the file names of this selection's journals between any clusters (and
+    /// an older version's at these addresses).
+    pub fn file_prefixes(&self) -> [String; 2] {
+        let namespace = self.namespace.unwrap_or("all-namespaces");
+        [
+            format!("move-{namespace}-{}-", self.selection_key()),
+            format!("move-{namespace}-{}", self.address_key()),
+        ]
     }
 
     /// The file name of this move's journal.
@@ -412,6 +442,15 @@ impl MoveId<'_> {
             "move-{}-{}.json",
             self.namespace.unwrap_or("all-namespaces"),
             self.key()
+        )
+    }
+
+    /// The file name an older version gave this move's journal.
+    pub fn legacy_file_name(&self) -> String {
+        format!(
+            "move-{}-{}.json",
+            self.namespace.unwrap_or("all-namespaces"),
+            self.legacy_key()
         )
     }
 }
@@ -658,8 +697,19 @@ mod tests {
             recreated.file_name(),
             "a cluster recreated at the same address has records of its own"
         );
-        assert_eq!(a.file_prefix(), recreated.file_prefix());
-        assert!(a.file_name().starts_with(&a.file_prefix()));
+        assert_eq!(a.file_prefixes(), recreated.file_prefixes());
+        assert!(a.file_name().starts_with(&a.file_prefixes()[0]));
+        assert!(a.legacy_file_name().starts_with(&a.file_prefixes()[1]));
+        let elsewhere = MoveId {
+            source: "https://localhost",
+            ..a
+        };
+        assert_eq!(
+            a.file_name(),
+            elsewhere.file_name(),
+            "the same clusters through another URL: the same move"
+        );
+        assert!(a.same_selection(&elsewhere.key()) && a.same_selection(&a.legacy_key()));
         assert!(a.file_name().starts_with("move-ns-") && a.file_name().ends_with(".json"));
     }
 
