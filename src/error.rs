@@ -231,6 +231,12 @@ pub struct ForeignAnswer {
     pub content_type: String,
 }
 
+/// A write the write gate kept back ([`crate::kube::gate`]): this process cannot prove it holds
+/// the cluster's lease. Never retried.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotHeld(pub String);
+
 /// The marker kube puts on a failure whose body was not a Kubernetes Status.
 pub const NOT_A_STATUS: &str = "Failed to parse error data";
 
@@ -387,6 +393,9 @@ impl Error {
             .find_map(|e| e.downcast_ref::<ForeignAnswer>())
         {
             return not_kubernetes(format!("{} {}", foreign.status, foreign.content_type));
+        }
+        if let Some(NotHeld(why)) = sources(&error).into_iter().find_map(|e| e.downcast_ref()) {
+            return Error::LeaseLost(why.clone());
         }
         if let Some(NoAnswer { timeout, attempts }) =
             sources(&error).into_iter().find_map(|e| e.downcast_ref())

@@ -93,7 +93,8 @@ where
         Err(Error::Interrupted) => ExitStatus::Interrupted,
         Err(Error::BrokenPipe) => ExitStatus::BrokenPipe,
         // A permission missing is an answer like a refusal: exit 1, the permission named.
-        Err(error @ Error::Forbidden { .. }) => {
+        // A holder that lost its lease stopped writing: exit 1, saying so.
+        Err(error @ (Error::Forbidden { .. } | Error::LeaseLost(_))) => {
             printer.error(&error.to_string());
             ExitStatus::Failure
         }

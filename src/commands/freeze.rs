@@ -267,7 +267,9 @@ pub async fn run_on(
                 settings.scope.as_flags(),
                 settings.connection.as_flags()
             );
-            Some(lease::take(cluster, &command, &Stop::default()).await?)
+            Some(lease::Leases::one(
+                lease::take(cluster, &command, &Stop::default()).await?,
+            ))
         }
         _ => None,
     };

@@ -13,7 +13,7 @@ use clap::CommandFactory;
 
 use crate::cli::Cli;
 use crate::error::{Error, Result};
-use crate::kube::lease::Held;
+use crate::kube::lease::Leases;
 use crate::kube::{OnCtrlC, Stop};
 use crate::output::{ExitStatus, Printer};
 
@@ -26,29 +26,33 @@ pub fn completion(shell: clap_complete::Shell, printer: &Printer) -> Result<Exit
     Ok(ExitStatus::Success)
 }
 
-/// Runs `work` holding `lease` (when there is one) and releases it however `work` ends. With a
-/// lease, Ctrl-C is handled here so that it is released then too, as `stop` says
+/// Runs `work` holding `leases` (when there are any) and releases them however `work` ends.
+/// With leases, Ctrl-C is handled here so that they are released then too, as their stop says
 /// ([`OnCtrlC`]): during a move's writes the first Ctrl-C asks them to stop at their next safe
 /// point and a second ends the work at once; otherwise it ends at once (what it did is
-/// journalled or idempotent), unless the work handles Ctrl-C itself. The command exits 130.
+/// journalled or idempotent), unless the work handles Ctrl-C itself. The command exits 130. A
+/// work that failed after a lease was lost failed because of that loss: that is what is said.
 pub async fn holding<T>(
-    lease: Option<Held>,
+    leases: Option<Leases>,
     printer: &Printer,
     work: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
-    let Some(lease) = lease else {
+    let Some(leases) = leases else {
         return work.await;
     };
-    if let Some(note) = &lease.took_over {
+    for note in leases.notes() {
         printer.warn(note);
     }
-    let stop = lease.stop().clone();
+    let stop = leases.stop().clone();
     let outcome = tokio::select! {
         outcome = work => outcome,
         () = interrupted(&stop, printer) => Err(Error::Interrupted),
     };
-    lease.release().await;
-    outcome
+    leases.release().await;
+    match (outcome, stop.lost()) {
+        (Err(_), Some(why)) => Err(Error::LeaseLost(why)),
+        (outcome, _) => outcome,
+    }
 }
 
 /// Resolves when the work must end at once because of Ctrl-C (see [`holding`]).

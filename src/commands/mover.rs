@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use super::freeze::Locking;
 use super::reporter::Reporter;
 use crate::cli::{MoveArgs, ReadyArgs};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::freeze::apply::Mode;
 use crate::freeze::plan::Action;
 use crate::model::ObjectRef;
@@ -28,8 +28,8 @@ use crate::verify::{MovedCluster, VerificationReport, Verified};
 pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
     let mut request = MoveRequest::resolve(args, settings)?;
     let ends = Ends::open(&mut request).await?;
-    let lease = ends.take_lease(&request).await?;
-    let stop = lease
+    let leases = ends.take_leases(&request).await?;
+    let stop = leases
         .as_ref()
         .map(|held| held.stop().clone())
         .unwrap_or_default();
@@ -45,7 +45,15 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     };
     let reporter = Reporter::new(printer);
     let story = crate::mover::run(&request, &ends, (printer, &reporter), &stop, &around);
-    super::holding(lease, printer, story).await
+    super::holding(leases, printer, story)
+        .await
+        .map_err(|e| match e {
+            Error::LeaseLost(why) => Error::LeaseLost(format!(
+                "{why}; run `{}` to see where the move stands",
+                request.where_it_stands()
+            )),
+            other => other,
+        })
 }
 
 /// The commands the move's story runs on its ends, as the user would run them.
@@ -124,7 +132,7 @@ impl Around for Commands<'_> {
             Mode::Resume,
             &self.request.freeze_selection(),
             (None, false),
-            Locking::Take,
+            Locking::HeldByCaller,
             (target, &self.at(connection)),
             &self.step,
         )

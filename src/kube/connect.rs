@@ -31,6 +31,8 @@ pub struct Cluster {
     /// The proxy its kubeconfig sends requests through: the only one a kubeconfig read from this
     /// cluster may name.
     pub proxy_url: Option<http::Uri>,
+    /// Lets this client's writes out only while this process holds the cluster's lease.
+    pub gate: super::gate::WriteGate,
 }
 
 impl Cluster {
@@ -46,6 +48,7 @@ impl Cluster {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             end: End::default(),
             proxy_url: None,
+            gate: RetrySettings::default().gate,
         }
     }
 
@@ -297,6 +300,7 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         url: url.clone(),
         end,
     };
+    let gate = super::gate::WriteGate::guarded();
     let client = kube::Client::try_from(config)
         .map_err(|e| Error::from_kube(e, &server, "building the client"))?;
     Ok(Cluster {
@@ -306,6 +310,7 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
                 log: connection.request_log.clone(),
                 request_timeout,
                 base_url: url.as_str().into(),
+                gate: gate.clone(),
                 ..RetrySettings::default()
             },
         ),
@@ -316,6 +321,7 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         request_timeout,
         end,
         proxy_url,
+        gate,
     })
 }
 

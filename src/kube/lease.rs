@@ -1,12 +1,20 @@
 //! One writer at a time: a `coordination.k8s.io/v1` Lease (`kube-system/kubectl-capi`) that every
-//! command writing for a move takes in the cluster it writes to first, before its first write.
+//! command writing for a move takes in every cluster it writes to, before its first write, and
+//! holds to its end.
 //!
-//! Taking it is a `create` (a 409 means someone holds it). The holder renews it well within its
-//! duration while the command runs and deletes it (by UID and resourceVersion) on every way out.
-//! A Lease whose holder stopped renewing longer than its duration ago is abandoned (the process
-//! was killed) and may be taken over — a patch conditional on the resourceVersion read, so two
-//! commands cannot both take it over. A holder that cannot renew in time, or finds the Lease
-//! taken, asks its writes to stop ([`Stop::lose`]).
+//! Taken and kept as client-go's leader election does it, so that no clock but the holder's own
+//! decides anything: a free Lease is created (or a released one taken, conditional on the
+//! resourceVersion read). One held by another command is watched: if its record changes (its
+//! holder renewed it) that command is alive and this one is refused, naming it; if it stays the
+//! same for a whole duration as this command watches it, its holder is gone and it is taken
+//! over — never by comparing another host's `renewTime` with the local clock. A holder on this
+//! machine whose process is gone is taken over at once ([`Holder::gone_from_this_machine`]).
+//!
+//! The holder renews every twelfth of the duration and proves the Lease held only until its
+//! renew deadline (two thirds of the duration) after its last successful renewal was *sent*,
+//! measured on a clock that counts suspended time; past it, the Lease is lost for good and the
+//! write gate ([`super::gate`]) lets no write of this command out — a third of the duration
+//! before anyone may take it over.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,112 +22,19 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::gate::{Guard, Stamp};
+pub use super::holder::Holder;
 use super::{Cluster, Stop};
 use crate::error::{Error, Result};
 use crate::names::{LEASE_HOLDER_ANNOTATION, LEASE_NAME, LEASE_NAMESPACE};
 
-/// How long a holder may go without renewing before others may take the Lease over.
+/// How long a Lease stays unchanged, as a command watches it, before it may be taken over.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 
-/// Overrides [`DEFAULT_DURATION`] (whole seconds): tests that kill a holder wait out a short one.
+/// Overrides [`DEFAULT_DURATION`] (whole seconds): tests that stop a holder wait out a short one.
 pub const DURATION_ENV: &str = "KUBECTL_CAPI_LEASE_SECONDS";
-
-/// Who holds the Lease, as people read it (the annotation [`LEASE_HOLDER_ANNOTATION`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Holder {
-    pub host: String,
-    pub pid: u32,
-    /// What it runs (`kubectl capi move -n ns1 --rollback`).
-    pub command: String,
-    /// When it took the Lease (RFC 3339).
-    pub since: String,
-}
-
-impl Holder {
-    /// This process, running `command`.
-    pub fn this_process(command: &str) -> Holder {
-        Holder {
-            host: hostname::get()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_else(|_| "an unknown host".into()),
-            pid: std::process::id(),
-            command: command.to_string(),
-            since: jiff::Timestamp::now()
-                .round(jiff::Unit::Second)
-                .map(|t| t.to_string())
-                .unwrap_or_default(),
-        }
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "`{}` (process {} on {}, since {})",
-            self.command, self.pid, self.host, self.since
-        )
-    }
-}
-
-/// What a Lease found in the cluster says at `now`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
-    /// Its holder renewed it within its duration: it is writing.
-    Live {
-        holder: Option<Holder>,
-        expires: jiff::Timestamp,
-    },
-    /// Its holder stopped renewing longer than its duration ago, or released it without deleting.
-    Abandoned {
-        holder: Option<Holder>,
-        renewed: Option<jiff::Timestamp>,
-    },
-}
-
-/// Judges a Lease at `now` (pure).
-pub fn judge(lease: &Lease, now: jiff::Timestamp) -> Found {
-    let holder = lease
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(LEASE_HOLDER_ANNOTATION))
-        .and_then(|text| serde_json::from_str::<Holder>(text).ok());
-    let spec = lease.spec.clone().unwrap_or_default();
-    let renewed = spec.renew_time.or(spec.acquire_time).map(|MicroTime(t)| t);
-    let held = spec.holder_identity.is_some_and(|h| !h.is_empty());
-    let duration =
-        jiff::SignedDuration::from_secs(i64::from(spec.lease_duration_seconds.unwrap_or(0).max(0)));
-    match renewed.map(|r| r + duration) {
-        Some(expires) if held && expires > now => Found::Live { holder, expires },
-        _ => Found::Abandoned { holder, renewed },
-    }
-}
-
-/// The refusal for a command that finds the Lease held by a live holder.
-pub fn refusal(url: &str, holder: Option<&Holder>, expires: jiff::Timestamp) -> String {
-    let who = holder.map_or_else(
-        || "another command (its holder annotation is missing)".to_string(),
-        |h| format!("another kubectl-capi command, {}", h.describe()),
-    );
-    format!(
-        "{who} holds the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {url}: only one command at a time may write for a move there; wait until it ends and run this command again (if that process is gone, its lease expires at {} and may be taken over then)",
-        expires.round(jiff::Unit::Second).unwrap_or(expires)
-    )
-}
-
-/// A Lease this process holds; renewed in the background until [`Held::release`].
-pub struct Held {
-    cluster: Cluster,
-    uid: String,
-    identity: String,
-    /// The resourceVersion of the last write of the Lease by this process.
-    version: Arc<Mutex<String>>,
-    renewer: tokio::task::JoinHandle<()>,
-    stop: Stop,
-    /// Set when the Lease was taken over from an abandoned holder: what to tell the user.
-    pub took_over: Option<String>,
-}
 
 /// How long leases last for this process.
 pub fn duration() -> Duration {
@@ -128,6 +43,61 @@ pub fn duration() -> Duration {
         .and_then(|v| v.parse::<u64>().ok())
         .filter(|s| *s > 0)
         .map_or(DEFAULT_DURATION, Duration::from_secs)
+}
+
+/// How often a holder renews.
+pub fn renew_interval(duration: Duration) -> Duration {
+    duration / 12
+}
+
+/// How long after its last renewal was sent a holder may still write.
+pub fn renew_deadline(duration: Duration) -> Duration {
+    duration * 2 / 3
+}
+
+/// How often a Lease held by another is read while it is watched.
+fn poll_interval(duration: Duration) -> Duration {
+    (duration / 24).clamp(Duration::from_millis(20), Duration::from_secs(1))
+}
+
+fn holder_of(lease: &Lease) -> Option<Holder> {
+    lease
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(LEASE_HOLDER_ANNOTATION))
+        .and_then(|text| serde_json::from_str::<Holder>(text).ok())
+}
+
+fn identity_of(lease: &Lease) -> Option<&str> {
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.as_deref())
+        .filter(|h| !h.is_empty())
+}
+
+/// The duration its holder gave the Lease (this process's own when it gave none).
+fn duration_of(lease: &Lease) -> Duration {
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.lease_duration_seconds)
+        .and_then(|s| u64::try_from(s).ok())
+        .filter(|s| *s > 0)
+        .map_or_else(duration, Duration::from_secs)
+}
+
+/// The refusal for a command that finds the Lease held by a live holder.
+pub fn refusal(url: &str, holder: Option<&Holder>, duration: Duration) -> String {
+    let who = holder.map_or_else(
+        || "another command (its holder annotation is missing)".to_string(),
+        |h| format!("another kubectl-capi command, {}", h.describe()),
+    );
+    format!(
+        "{who} holds the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {url} and is renewing it: only one command at a time may write for a move there; wait until it ends and run this command again (should that process be gone, a command that finds its lease unrenewed for {}s takes it over)",
+        duration.as_secs()
+    )
 }
 
 fn leases(cluster: &Cluster) -> Api<Lease> {
@@ -151,20 +121,155 @@ fn forbidden_hint(cluster: &Cluster, e: kube::Error, doing: &str) -> Error {
     }
 }
 
+async fn read(cluster: &Cluster) -> Result<Option<Lease>> {
+    leases(cluster)
+        .get_opt(LEASE_NAME)
+        .await
+        .map_err(|e| forbidden_hint(cluster, e, "reading"))
+}
+
+/// What watching a Lease held by another showed.
+enum Watched {
+    /// Its record changed (`None`: it was deleted): its holder is alive, or let it go.
+    Changed(Option<Box<Lease>>),
+    /// It stayed as it was for a whole duration: its holder is gone.
+    Unchanged,
+}
+
+/// What a Lease found in the cluster means for a command that wants it.
+enum Judged {
+    /// Nobody holds it (deleted, or released without deleting).
+    Free(Option<Lease>),
+    /// Its holder is gone: it may be taken over (why, for the user).
+    Abandoned(Lease, String),
+    /// Its holder renews it.
+    Live(Lease),
+}
+
+/// Judges `found` the only ways that need no other host's clock: released, its holder's process
+/// gone from this machine, else watched until it changes or a whole duration passes.
+async fn judge(cluster: &Cluster, found: Lease) -> Result<Judged> {
+    if identity_of(&found).is_none() {
+        return Ok(Judged::Free(Some(found)));
+    }
+    let holder = holder_of(&found);
+    let who = holder.as_ref().map_or_else(
+        || "a holder that left no annotation".to_string(),
+        Holder::describe,
+    );
+    if let Some(gone) = holder.as_ref().and_then(Holder::gone_from_this_machine) {
+        return Ok(Judged::Abandoned(
+            found,
+            format!("{who} held it, but {gone} on this machine"),
+        ));
+    }
+    let duration = duration_of(&found);
+    match watch_unchanged(cluster, &found, duration).await? {
+        Watched::Changed(None) => Ok(Judged::Free(None)),
+        Watched::Changed(Some(now)) if identity_of(&now).is_none() => Ok(Judged::Free(Some(*now))),
+        Watched::Changed(Some(now)) => Ok(Judged::Live(*now)),
+        Watched::Unchanged => Ok(Judged::Abandoned(
+            found,
+            format!(
+                "{who} held it, but it stayed unrenewed for {}s while this command watched it",
+                duration.as_secs()
+            ),
+        )),
+    }
+}
+
+/// Reads `found` again every little while until its record changes or `duration` has passed
+/// on this command's own clock.
+async fn watch_unchanged(cluster: &Cluster, found: &Lease, duration: Duration) -> Result<Watched> {
+    let since = Stamp::now();
+    let seen = found.metadata.resource_version.clone();
+    loop {
+        tokio::time::sleep(poll_interval(duration)).await;
+        let now = read(cluster).await?;
+        match now {
+            None => return Ok(Watched::Changed(None)),
+            Some(lease) if lease.metadata.resource_version != seen => {
+                return Ok(Watched::Changed(Some(Box::new(lease))));
+            }
+            Some(_) if since.elapsed() >= duration => return Ok(Watched::Unchanged),
+            Some(_) => {}
+        }
+    }
+}
+
 /// Reads the Lease without taking it: `Err(Refused)` when a live holder has it. For commands
 /// that only check (a server-side dry run).
 pub async fn ensure_free(cluster: &Cluster) -> Result<()> {
-    let found = leases(cluster)
-        .get_opt(LEASE_NAME)
-        .await
-        .map_err(|e| forbidden_hint(cluster, e, "reading"))?;
-    match found.map(|l| judge(&l, jiff::Timestamp::now())) {
-        Some(Found::Live { holder, expires }) => Err(Error::Refused(vec![refusal(
+    let Some(found) = read(cluster).await? else {
+        return Ok(());
+    };
+    match judge(cluster, found).await? {
+        Judged::Live(lease) => Err(Error::Refused(vec![refusal(
             &cluster.url,
-            holder.as_ref(),
-            expires,
+            holder_of(&lease).as_ref(),
+            duration_of(&lease),
         )])),
-        _ => Ok(()),
+        Judged::Free(_) | Judged::Abandoned(..) => Ok(()),
+    }
+}
+
+/// A Lease this process holds; renewed in the background until [`Held::release`].
+pub struct Held {
+    cluster: Cluster,
+    uid: String,
+    identity: String,
+    /// The resourceVersion of the last write of the Lease by this process.
+    version: Arc<Mutex<String>>,
+    renewer: tokio::task::JoinHandle<()>,
+    guard: Arc<Guard>,
+    /// Set when the Lease was taken over from a gone holder: what to tell the user.
+    pub took_over: Option<String>,
+}
+
+/// What this process writes into a Lease it takes.
+struct Claim {
+    identity: String,
+    holder_text: String,
+    seconds: i32,
+}
+
+impl Claim {
+    fn new(command: &str, duration: Duration) -> Claim {
+        let holder = Holder::this_process(command);
+        Claim {
+            identity: format!(
+                "{}/{}/{:x}",
+                holder.host,
+                holder.pid,
+                jiff::Timestamp::now().as_nanosecond()
+            ),
+            holder_text: serde_json::to_string(&holder).expect("a holder serialises"),
+            seconds: i32::try_from(duration.as_secs()).unwrap_or(i32::MAX),
+        }
+    }
+
+    fn fresh(&self) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(LEASE_NAME.into()),
+                namespace: Some(LEASE_NAMESPACE.into()),
+                labels: Some(
+                    [("app.kubernetes.io/managed-by".into(), "kubectl-capi".into())].into(),
+                ),
+                annotations: Some(
+                    [(LEASE_HOLDER_ANNOTATION.into(), self.holder_text.clone())].into(),
+                ),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(self.identity.clone()),
+                lease_duration_seconds: Some(self.seconds),
+                acquire_time: Some(micro_now()),
+                renew_time: Some(micro_now()),
+                lease_transitions: Some(0),
+                ..LeaseSpec::default()
+            }),
+        }
     }
 }
 
@@ -172,102 +277,54 @@ pub async fn ensure_free(cluster: &Cluster) -> Result<()> {
 /// hears of its loss. A live holder refuses it (`Err(Refused)`, naming the holder).
 pub async fn take(cluster: &Cluster, command: &str, stop: &Stop) -> Result<Held> {
     let duration = duration();
-    let holder = Holder::this_process(command);
-    let identity = format!(
-        "{}/{}/{:x}",
-        holder.host,
-        holder.pid,
-        jiff::Timestamp::now().as_nanosecond()
-    );
-    let holder_text = serde_json::to_string(&holder).expect("a holder serialises");
-    let seconds = i32::try_from(duration.as_secs()).unwrap_or(i32::MAX);
+    let claim = Claim::new(command, duration);
     let api = leases(cluster);
-    let fresh = Lease {
-        metadata: ObjectMeta {
-            name: Some(LEASE_NAME.into()),
-            namespace: Some(LEASE_NAMESPACE.into()),
-            labels: Some([("app.kubernetes.io/managed-by".into(), "kubectl-capi".into())].into()),
-            annotations: Some([(LEASE_HOLDER_ANNOTATION.into(), holder_text.clone())].into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(LeaseSpec {
-            holder_identity: Some(identity.clone()),
-            lease_duration_seconds: Some(seconds),
-            acquire_time: Some(micro_now()),
-            renew_time: Some(micro_now()),
-            lease_transitions: Some(0),
-            ..LeaseSpec::default()
-        }),
-    };
-    // Created, or (409) found: ours (a create retried after a lost answer), live, or abandoned.
-    let (lease, took_over) = match api.create(&PostParams::default(), &fresh).await {
-        Ok(lease) => (lease, None),
-        Err(kube::Error::Api(status)) if status.code == 409 => {
-            let found = api
-                .get_opt(LEASE_NAME)
-                .await
-                .map_err(|e| forbidden_hint(cluster, e, "reading"))?;
-            let Some(found) = found else {
-                // Released between the create and the read: the next command may try again.
-                return Err(Error::Refused(vec![format!(
-                    "the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} changed hands while this command took it; run it again",
-                    cluster.url
-                )]));
-            };
-            let ours = found
-                .spec
-                .as_ref()
-                .and_then(|s| s.holder_identity.as_deref())
-                == Some(identity.as_str());
-            match judge(&found, jiff::Timestamp::now()) {
-                _ if ours => (found, None),
-                Found::Live { holder, expires } => {
-                    return Err(Error::Refused(vec![refusal(
-                        &cluster.url,
-                        holder.as_ref(),
-                        expires,
-                    )]));
-                }
-                Found::Abandoned { holder, renewed } => {
-                    let this = (identity.as_str(), holder_text.as_str(), seconds);
-                    take_over(cluster, &found, (holder, renewed), this).await?
-                }
-            }
+    for _ in 0..4 {
+        let sent = Stamp::now();
+        let found = match read(cluster).await? {
+            None => match api.create(&PostParams::default(), &claim.fresh()).await {
+                Ok(lease) => return Ok(hold(cluster, lease, (sent, duration), stop, None)),
+                // Someone created it between the read and the create: judge theirs.
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => return Err(forbidden_hint(cluster, e, "taking")),
+            },
+            Some(found) => found,
+        };
+        if identity_of(&found) == Some(claim.identity.as_str()) {
+            // A create retried after its answer was lost.
+            return Ok(hold(cluster, found, (sent, duration), stop, None));
         }
-        Err(e) => return Err(forbidden_hint(cluster, e, "taking")),
-    };
-    let uid = lease.metadata.uid.clone().unwrap_or_default();
-    let version = Arc::new(Mutex::new(
-        lease.metadata.resource_version.clone().unwrap_or_default(),
-    ));
-    let renewer = tokio::spawn(renew(
-        cluster.clone(),
-        identity.clone(),
-        version.clone(),
-        duration,
-        stop.clone(),
-    ));
-    Ok(Held {
-        cluster: cluster.clone(),
-        uid,
-        identity,
-        version,
-        renewer,
-        stop: stop.clone(),
-        took_over,
-    })
+        let (found, note) = match judge(cluster, found).await? {
+            Judged::Live(lease) => {
+                return Err(Error::Refused(vec![refusal(
+                    &cluster.url,
+                    holder_of(&lease).as_ref(),
+                    duration_of(&lease),
+                )]));
+            }
+            Judged::Free(None) => continue,
+            Judged::Free(Some(lease)) => (lease, None),
+            Judged::Abandoned(lease, why) => (lease, Some(why)),
+        };
+        let sent = Stamp::now();
+        let lease = take_over(cluster, &found, &claim).await?;
+        let note = note.map(|why| {
+            format!(
+                "took over the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {}: {why}",
+                cluster.url
+            )
+        });
+        return Ok(hold(cluster, lease, (sent, duration), stop, note));
+    }
+    Err(Error::Refused(vec![format!(
+        "the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} kept changing hands while this command took it; run it again",
+        cluster.url
+    )]))
 }
 
-/// Takes over a lease whose holder stopped renewing it for longer than its duration, with a
-/// resourceVersion-conditioned patch: of two commands doing so at once, one gets it. Returns the
-/// lease and the note that says whom it was taken from.
-async fn take_over(
-    cluster: &Cluster,
-    found: &Lease,
-    (holder, renewed): (Option<Holder>, Option<jiff::Timestamp>),
-    (identity, holder_text, seconds): (&str, &str, i32),
-) -> Result<(Lease, Option<String>)> {
-    let api = leases(cluster);
+/// Takes a free or abandoned Lease with a resourceVersion-conditioned patch: of two commands
+/// doing so at once, one gets it.
+async fn take_over(cluster: &Cluster, found: &Lease, claim: &Claim) -> Result<Lease> {
     let transitions = found
         .spec
         .as_ref()
@@ -276,63 +333,86 @@ async fn take_over(
     let takeover = json!({
         "metadata": {
             "resourceVersion": found.metadata.resource_version,
-            "annotations": {LEASE_HOLDER_ANNOTATION: holder_text},
+            "annotations": {LEASE_HOLDER_ANNOTATION: claim.holder_text},
         },
         "spec": {
-            "holderIdentity": identity,
-            "leaseDurationSeconds": seconds,
+            "holderIdentity": claim.identity,
+            "leaseDurationSeconds": claim.seconds,
             "acquireTime": micro_now(),
             "renewTime": micro_now(),
             "leaseTransitions": transitions + 1,
         },
     });
-    let taken = api
-            .patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&takeover))
-            .await
-            .map_err(|e| match e {
-                kube::Error::Api(s) if s.code == 409 || s.code == 404 => {
-                    Error::Refused(vec![format!(
-                        "another command took the abandoned lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} at the same moment as this one; run this command again to see who holds it",
-                        cluster.url
-                    )])
-                }
-                other => forbidden_hint(cluster, other, "taking over"),
-            })?;
-    let who = holder.map_or_else(
-        || "a holder that left no annotation".to_string(),
-        |h| h.describe(),
-    );
-    let when = renewed.map_or_else(|| "never".to_string(), |t| t.to_string());
-    Ok((
-        taken,
-        Some(format!(
-            "took over the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} from {who}: it was last renewed at {when}, longer ago than its duration",
-            cluster.url
-        )),
-    ))
+    leases(cluster)
+        .patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&takeover))
+        .await
+        .map_err(|e| match e {
+            kube::Error::Api(s) if s.code == 409 || s.code == 404 => Error::Refused(vec![format!(
+                "another command took the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} at the same moment as this one; run this command again to see who holds it",
+                cluster.url
+            )]),
+            other => forbidden_hint(cluster, other, "taking over"),
+        })
 }
 
-/// Renews the Lease every quarter of its duration. A renewal that finds the Lease changed
-/// (another holder took it over, or someone deleted it) loses it at once; one that cannot reach
-/// the server keeps trying until the duration since the last renewal has passed, then loses it.
+/// The Lease as taken (its request sent at `sent`): guarded writes open, renewed from now on.
+fn hold(
+    cluster: &Cluster,
+    lease: Lease,
+    (sent, duration): (Stamp, Duration),
+    stop: &Stop,
+    took_over: Option<String>,
+) -> Held {
+    let guard = Guard::new(&cluster.url, sent, renew_deadline(duration), stop);
+    cluster.gate.hold(guard.clone());
+    let identity = identity_of(&lease).unwrap_or_default().to_string();
+    let version = Arc::new(Mutex::new(
+        lease.metadata.resource_version.clone().unwrap_or_default(),
+    ));
+    let renewer = tokio::spawn(renew(
+        cluster.clone(),
+        identity.clone(),
+        version.clone(),
+        duration,
+        guard.clone(),
+    ));
+    Held {
+        cluster: cluster.clone(),
+        uid: lease.metadata.uid.clone().unwrap_or_default(),
+        identity,
+        version,
+        renewer,
+        guard,
+        took_over,
+    }
+}
+
+/// Renews the Lease every [`renew_interval`], each renewal conditional on the resourceVersion of
+/// the last; the guard counts from when the last successful one was sent. A renewal that finds
+/// the Lease changed (taken over, or removed) loses it at once, naming who has it; past the
+/// renew deadline without a successful renewal it is lost, and never renewed again.
 async fn renew(
     cluster: Cluster,
     identity: String,
     version: Arc<Mutex<String>>,
     duration: Duration,
-    stop: Stop,
+    guard: Arc<Guard>,
 ) {
     let api = leases(&cluster);
-    let mut renewed = tokio::time::Instant::now();
     loop {
-        tokio::time::sleep(duration / 4).await;
+        tokio::time::sleep(renew_interval(duration)).await;
+        if guard.check().is_err() {
+            return;
+        }
         let current = version.lock().expect("not poisoned").clone();
         let patch = json!({
             "metadata": {"resourceVersion": current},
             "spec": {"holderIdentity": identity, "renewTime": micro_now()},
         });
+        let sent = Stamp::now();
+        let left = guard.deadline().saturating_sub(guard.age());
         let attempt = tokio::time::timeout(
-            duration / 4,
+            left,
             api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&patch)),
         )
         .await;
@@ -340,56 +420,55 @@ async fn renew(
             Ok(Ok(lease)) => {
                 *version.lock().expect("not poisoned") =
                     lease.metadata.resource_version.unwrap_or_default();
-                renewed = tokio::time::Instant::now();
+                guard.renewed(sent);
             }
             Ok(Err(kube::Error::Api(s))) if s.code == 409 || s.code == 404 => {
                 // A renewal applied whose answer was lost is resent with the old
                 // resourceVersion and conflicts: the Lease read again tells whether it is still
                 // this process's.
-                if s.code == 409
-                    && let Ok(Some(lease)) = api.get_opt(LEASE_NAME).await
-                    && lease
-                        .spec
-                        .as_ref()
-                        .and_then(|spec| spec.holder_identity.as_deref())
-                        == Some(identity.as_str())
-                {
-                    *version.lock().expect("not poisoned") =
-                        lease.metadata.resource_version.unwrap_or_default();
-                    continue;
+                let now = api.get_opt(LEASE_NAME).await.ok().flatten();
+                match &now {
+                    Some(lease) if identity_of(lease) == Some(identity.as_str()) => {
+                        *version.lock().expect("not poisoned") =
+                            lease.metadata.resource_version.clone().unwrap_or_default();
+                    }
+                    _ => {
+                        guard.lose(lost_to(&cluster, now.as_ref()));
+                        return;
+                    }
                 }
-                stop.lose(format!(
-                    "lost the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {}: another command took it over or removed it while this one ran (it may have judged this one gone); stopped writing",
-                    cluster.url
-                ));
-                return;
             }
-            _ if renewed.elapsed() >= duration => {
-                stop.lose(format!(
-                    "could not renew the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} for {}s, so another command may take it over; stopped writing",
-                    cluster.url,
-                    duration.as_secs()
-                ));
-                return;
-            }
+            // Not answered: tried again until the deadline, which the guard watches.
             _ => {}
         }
     }
 }
 
-impl Held {
-    /// The stop its loss requests.
-    pub fn stop(&self) -> &Stop {
-        &self.stop
-    }
+/// Why a holder lost its Lease to whoever has it now (`None`: someone removed it).
+fn lost_to(cluster: &Cluster, now: Option<&Lease>) -> String {
+    let to = match now {
+        Some(lease) => holder_of(lease).map_or_else(
+            || "another command (its holder annotation is missing)".to_string(),
+            |h| h.describe(),
+        ),
+        None => "nobody: someone removed it".to_string(),
+    };
+    format!(
+        "lost the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} to {to} at {}; this command stopped writing",
+        cluster.url,
+        super::gate::now()
+    )
+}
 
+impl Held {
     /// Gives the Lease up: stops renewing and deletes it — only as this process last wrote it
     /// (UID and resourceVersion as preconditions), never one another command took over. A
-    /// release that fails leaves a Lease that expires after its duration.
+    /// release that fails leaves a Lease that others take over once it stays unrenewed.
     pub async fn release(self) {
         self.renewer.abort();
         let _ = self.renewer.await;
-        if self.stop.lost().is_some() {
+        self.cluster.gate.release();
+        if self.guard.check().is_err() {
             return;
         }
         let api = leases(&self.cluster);
@@ -409,12 +488,7 @@ impl Held {
                     let Ok(Some(lease)) = api.get_opt(LEASE_NAME).await else {
                         return;
                     };
-                    let ours = lease
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.holder_identity.as_deref())
-                        == Some(self.identity.as_str());
-                    if !ours {
+                    if identity_of(&lease) != Some(self.identity.as_str()) {
                         return;
                     }
                     *self.version.lock().expect("not poisoned") =
@@ -426,80 +500,103 @@ impl Held {
     }
 }
 
+/// The leases a command holds — one per cluster it writes to, taken in the order of the
+/// clusters' `kube-system` UIDs so that two commands never each hold one and want the other's —
+/// and the stop their loss requests.
+pub struct Leases {
+    held: Vec<Held>,
+    stop: Stop,
+}
+
+impl Leases {
+    /// Takes the lease of each of `clusters` (with their `kube-system` UIDs) for `command`, in
+    /// UID order; a refusal gives back those already taken.
+    pub async fn take(clusters: &[(&Cluster, &str)], command: &str) -> Result<Leases> {
+        let stop = Stop::default();
+        let mut ordered: Vec<&(&Cluster, &str)> = clusters.iter().collect();
+        ordered.sort_by_key(|(_, uid)| *uid);
+        let mut leases = Leases {
+            held: Vec::new(),
+            stop: stop.clone(),
+        };
+        for (cluster, _) in ordered {
+            match take(cluster, command, &stop).await {
+                Ok(held) => leases.held.push(held),
+                Err(e) => {
+                    leases.release().await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(leases)
+    }
+
+    /// One lease already taken.
+    pub fn one(held: Held) -> Leases {
+        let stop = held.guard_stop();
+        Leases {
+            held: vec![held],
+            stop,
+        }
+    }
+
+    /// The stop their loss requests.
+    pub fn stop(&self) -> &Stop {
+        &self.stop
+    }
+
+    /// What to tell the user of leases taken over from gone holders.
+    pub fn notes(&self) -> impl Iterator<Item = &str> {
+        self.held.iter().filter_map(|h| h.took_over.as_deref())
+    }
+
+    pub async fn release(self) {
+        for held in self.held.into_iter().rev() {
+            held.release().await;
+        }
+    }
+}
+
+impl Held {
+    fn guard_stop(&self) -> Stop {
+        self.guard.stop()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lease(holder: Option<&str>, renewed_seconds_ago: i64, duration: i32) -> Lease {
-        let now: jiff::Timestamp = NOW.parse().unwrap();
-        Lease {
-            metadata: ObjectMeta {
-                annotations: Some(
-                    [(
-                        LEASE_HOLDER_ANNOTATION.to_string(),
-                        serde_json::to_string(&Holder::this_process("kubectl capi move")).unwrap(),
-                    )]
-                    .into(),
-                ),
-                ..ObjectMeta::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: holder.map(str::to_string),
-                lease_duration_seconds: Some(duration),
-                renew_time: Some(MicroTime(
-                    now - jiff::SignedDuration::from_secs(renewed_seconds_ago),
-                )),
-                ..LeaseSpec::default()
-            }),
-        }
-    }
-
-    const NOW: &str = "2026-12-04T10:00:00Z";
-
     #[test]
-    fn a_lease_is_live_until_its_duration_has_passed_since_its_renewal() {
-        let now: jiff::Timestamp = NOW.parse().unwrap();
-        assert!(matches!(
-            judge(&lease(Some("h/1/a"), 10, 60), now),
-            Found::Live { holder: Some(h), .. } if h.command == "kubectl capi move"
-        ));
-        assert!(matches!(
-            judge(&lease(Some("h/1/a"), 61, 60), now),
-            Found::Abandoned { .. }
-        ));
-        assert!(
-            matches!(judge(&lease(None, 0, 60), now), Found::Abandoned { .. }),
-            "no holder: released"
-        );
-        assert!(
-            matches!(
-                judge(&lease(Some("h/1/a"), 0, 0), now),
-                Found::Abandoned { .. }
-            ),
-            "no duration: nothing to wait for"
-        );
-    }
-
-    #[test]
-    fn the_refusal_names_the_holder_and_when_the_lease_expires() {
+    fn the_refusal_names_the_holder_and_how_a_gone_one_is_taken_over() {
         let holder = Holder {
             host: "ops-1".into(),
             pid: 4242,
             command: "kubectl capi move -n ns1 --to-context b".into(),
             since: "2026-12-04T10:00:00Z".into(),
+            boot_id: None,
+            pid_namespace: None,
+            start_time: None,
         };
-        let expires: jiff::Timestamp = "2026-12-04T10:05:00Z".parse().unwrap();
-        let text = refusal("https://a", Some(&holder), expires);
+        let text = refusal("https://a", Some(&holder), Duration::from_secs(60));
         for part in [
             "`kubectl capi move -n ns1 --to-context b`",
             "process 4242 on ops-1",
             "since 2026-12-04T10:00:00Z",
             "kube-system/kubectl-capi",
             "https://a",
-            "expires at 2026-12-04T10:05:00Z",
+            "unrenewed for 60s takes it over",
         ] {
             assert!(text.contains(part), "{part}: {text}");
         }
+    }
+
+    #[test]
+    fn the_holder_stops_writing_well_before_anyone_may_take_over() {
+        let duration = Duration::from_secs(60);
+        assert_eq!(renew_deadline(duration), Duration::from_secs(40));
+        assert!(renew_interval(duration) * 4 < renew_deadline(duration));
+        assert!(poll_interval(duration) < renew_interval(duration));
     }
 
     #[test]

@@ -3,6 +3,8 @@
 pub mod catalog;
 pub mod connect;
 pub mod connected;
+pub mod gate;
+pub mod holder;
 pub mod inline_only;
 pub mod lease;
 pub mod retry;

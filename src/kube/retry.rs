@@ -46,6 +46,8 @@ pub struct RetrySettings {
     pub log: Option<crate::output::Log>,
     /// The server's URL, to print requests in full (the client adds it below this layer).
     pub base_url: std::sync::Arc<str>,
+    /// What every attempt of a write passes just before it is sent: the lease still held.
+    pub gate: super::gate::WriteGate,
 }
 
 impl Default for RetrySettings {
@@ -58,6 +60,7 @@ impl Default for RetrySettings {
             max_retry_after: Duration::from_secs(60),
             log: None,
             base_url: "".into(),
+            gate: super::gate::WriteGate::unguarded(),
         }
     }
 }
@@ -152,7 +155,12 @@ pub fn carries_precondition(body: &[u8]) -> bool {
 
 /// Errors below the HTTP answer (connection refused, reset, dropped, timed out) are transient.
 pub fn transient(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_))
+    match error {
+        // Kept back by the write gate: sending it again cannot make the lease held.
+        kube::Error::Service(e) if e.is::<crate::error::NotHeld>() => false,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
 }
 
 fn clone_request(request: &Request<Body>) -> Option<Request<Body>> {
@@ -178,6 +186,9 @@ pub async fn send(
     let deadline = tokio::time::Instant::now() + settings.request_timeout.saturating_mul(2);
     let within = |delay: Duration| tokio::time::Instant::now() + delay < deadline;
     let attempt_once = |request: Request<Body>, attempts: u32| async move {
+        if let Err(why) = settings.gate.admit(request.method(), request.uri()) {
+            return Err(kube::Error::Service(Box::new(crate::error::NotHeld(why))));
+        }
         match tokio::time::timeout(settings.request_timeout, client.send(request)).await {
             Ok(answer) => answer,
             Err(_) => Err(kube::Error::Service(Box::new(NoAnswer {

@@ -5,7 +5,7 @@ use super::request::{MoveRequest, clusterctl_init};
 use super::same_cluster;
 use crate::cli::DryRun;
 use crate::error::{Error, Result};
-use crate::kube::{Catalog, Connected, Stop, connect, lease};
+use crate::kube::{Catalog, Connected, connect, lease};
 use crate::verify::Between;
 
 /// A move's clusters: the source (for a restore, the cluster restored into) and the target
@@ -69,18 +69,32 @@ impl Ends {
         })
     }
 
-    /// The lease of the cluster this command writes to first — the source, or for a restore the
-    /// cluster restored into — taken once the flags, the local paths and the two ends are checked
-    /// and before anything is written. A server-side dry run only checks that no one holds it; a
-    /// client-side one writes nowhere.
-    pub async fn take_lease(&self, request: &MoveRequest) -> Result<Option<lease::Held>> {
-        let first = &self.source.cluster;
+    /// The leases of every cluster this command writes to — the source (for a restore, the
+    /// cluster restored into) and the target — taken in the order of their `kube-system` UIDs
+    /// once the flags, the local paths and the two ends are checked, and before anything is
+    /// written. A server-side dry run only checks that no one holds them; a client-side one
+    /// writes nowhere.
+    pub async fn take_leases(&self, request: &MoveRequest) -> Result<Option<lease::Leases>> {
+        let source = &self.source.cluster;
+        let mut clusters: Vec<(&crate::kube::Cluster, &str)> = Vec::new();
+        match (&self.target, &self.identities) {
+            (Some(target), Some(identities)) => {
+                clusters.push((source, identities.source.as_str()));
+                clusters.push((&target.cluster, identities.target.as_str()));
+            }
+            _ => clusters.push((source, "")),
+        }
         match request.dry_run {
             DryRun::Client => Ok(None),
-            DryRun::Server => lease::ensure_free(first).await.map(|()| None),
+            DryRun::Server => {
+                for (cluster, _) in clusters {
+                    lease::ensure_free(cluster).await?;
+                }
+                Ok(None)
+            }
             DryRun::None => {
                 let command = request.holder_command();
-                Ok(Some(lease::take(first, &command, &Stop::default()).await?))
+                Ok(Some(lease::Leases::take(&clusters, &command).await?))
             }
         }
     }

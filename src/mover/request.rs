@@ -203,6 +203,20 @@ impl MoveRequest {
         flags
     }
 
+    /// The `kubectl capi ready` that shows where this move stands (an unfinished move is listed
+    /// with the commands that finish and undo it).
+    pub fn where_it_stands(&self) -> String {
+        let mut command = String::from("kubectl capi ready");
+        for name in &self.clusters {
+            command.push_str(&format!(" {}", shell_word(name)));
+        }
+        format!(
+            "{command}{}{}",
+            self.scope.as_flags(),
+            self.source.as_flags()
+        )
+    }
+
     /// The command that continues this move: the same one with `--resume`.
     pub fn resume_command(&self) -> String {
         let mut request = self.clone();

@@ -563,7 +563,13 @@ async fn a_rollback_refuses_a_local_journal_behind_the_copy_in_the_source() {
         "the first machine's journal is behind"
     );
 
-    let target_before = end_state(&w.target);
+    // (The killed holder's lease in the target is taken over and released: not an object.)
+    let objects = |server| {
+        let mut state = end_state(server);
+        state.retain(|key, _| !key.starts_with("Lease "));
+        state
+    };
+    let target_before = objects(&w.target);
     let out = w.move_with(&["-n", "ns1", "--rollback"]).await;
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
@@ -571,7 +577,7 @@ async fn a_rollback_refuses_a_local_journal_behind_the_copy_in_the_source() {
         "{}",
         out.stderr
     );
-    assert_eq!(end_state(&w.target), target_before);
+    assert_eq!(objects(&w.target), target_before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -103,7 +103,7 @@ fn assert_refused_naming(out: &crate::common::Output, holder_pid: u32, what: &st
         &format!("process {holder_pid} on "),
         "`kubectl capi move -n ns1 --context source --to-context target`",
         "wait until it ends",
-        "expires at",
+        "unrenewed for 3s takes it over",
     ] {
         assert!(
             out.stderr.contains(part),
@@ -123,7 +123,8 @@ async fn intruders_during(verb: &str, in_target: bool, intruders: Vec<(&str, Vec
     let server = if in_target { &w.target } else { &w.source };
     grant_intruder(&w);
     slow(server, verb, Duration::from_millis(150));
-    let mut mover = start_move(&w, &[]);
+    // A short lease: its renewals (a twelfth of it) show the intruders at once that it lives.
+    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "3")]);
     let pid = mover.id().unwrap();
     until(&mut mover, || objects_written(server, verb) >= 2).await;
     for (what, args) in intruders {
@@ -163,6 +164,14 @@ async fn commands_started_while_a_move_creates_are_refused_and_write_nothing() {
                 "resume of a Cluster being moved",
                 vec!["resume", "foo", "-n", "ns1", "--context", "source"],
             ),
+            (
+                "pause of the copies in the target",
+                vec!["pause", "--all", "-n", "ns1", "--context", "target"],
+            ),
+            (
+                "resume of the copies in the target",
+                vec!["resume", "--all", "-n", "ns1", "--context", "target"],
+            ),
         ],
     )
     .await;
@@ -178,6 +187,10 @@ async fn commands_started_while_a_move_deletes_are_refused_and_write_nothing() {
             ("a second move", MOVE_NS1.to_vec()),
             ("resume", [&MOVE_NS1[..], &["--resume"]].concat()),
             ("rollback", [&MOVE_NS1[..], &["--rollback"]].concat()),
+            (
+                "pause in the target",
+                vec!["pause", "--all", "-n", "ns1", "--context", "target"],
+            ),
         ],
     )
     .await;
@@ -190,7 +203,12 @@ async fn of_two_identical_moves_started_together_exactly_one_proceeds() {
     let w = World::start(&fixture).await;
     // Long enough that the two overlap whatever the order they start in.
     slow(&w.target, "create", Duration::from_millis(50));
-    let (a, b) = tokio::join!(w.plugin(&MOVE_NS1), w.plugin(&MOVE_NS1));
+    let run = || async {
+        let mut command = w.command(&MOVE_NS1);
+        command.env(kubectl_capi::kube::lease::DURATION_ENV, "3");
+        crate::common::Output::from(command.output().await.unwrap())
+    };
+    let (a, b) = tokio::join!(run(), run());
     let mut codes = [a.code, b.code];
     codes.sort();
     assert_eq!(codes, [0, 1], "{}\n---\n{}", a.stderr, b.stderr);
@@ -212,43 +230,39 @@ async fn of_two_identical_moves_started_together_exactly_one_proceeds() {
     assert_eq!(end_state(&w.source), clean_source);
 }
 
+/// `kill -9`, then the same command again at once: the holder was a process on this machine
+/// that no longer exists, so its leases are taken over without waiting, and the move converges.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_holders_lease_is_taken_over_once_it_expired_and_the_move_converges() {
+async fn a_killed_holders_lease_is_taken_over_at_once_and_the_move_converges() {
     let fixture = Fixture::workload(&["w1", "w2"]);
     let (clean_source, clean_target) = clean_end_state(&fixture).await;
     let w = World::start(&fixture).await;
     slow(&w.target, "create", Duration::from_millis(100));
-    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "3")]);
+    // The default lease (a minute): nothing here waits for it.
+    let mut mover = start_move(&w, &[]);
+    let pid = mover.id().unwrap();
     until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
     mover.start_kill().unwrap();
     mover.wait().await.unwrap();
     w.target.clear_faults();
+    assert!(w.source.lease().is_some() && w.target.lease().is_some());
 
-    // Within its duration the dead holder's lease still refuses.
-    let lease = w.source.lease().expect("a killed holder leaves its lease");
-    let out = w.plugin(&MOVE_NS1).await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("holds the lease"), "{}", out.stderr);
-
-    // Then it expires: wait until its renewal time plus its duration has passed.
-    let renewed: jiff::Timestamp = lease["spec"]["renewTime"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let expires = renewed + jiff::SignedDuration::from_secs(3);
-    let left = expires.duration_since(jiff::Timestamp::now());
-    if left.is_positive() {
-        tokio::time::sleep(left.unsigned_abs() + Duration::from_millis(100)).await;
-    }
+    let started = std::time::Instant::now();
     let out = w.plugin(&MOVE_NS1).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stderr
+            .matches(&format!(
+                "held it, but process {pid} has ended on this machine"
+            ))
+            .count(),
+        2,
+        "both leases taken over, each said: {}",
+        out.stderr
+    );
     assert!(
-        out.stderr
-            .contains("took over the lease kube-system/kubectl-capi")
-            && out.stderr.contains("longer ago than its duration"),
-        "the takeover is printed: {}",
-        out.stderr
+        started.elapsed() < kubectl_capi::kube::lease::DEFAULT_DURATION,
+        "no waiting for the lease to go unrenewed"
     );
     assert!(
         out.stderr.contains("continuing the interrupted move"),
@@ -257,7 +271,7 @@ async fn a_killed_holders_lease_is_taken_over_once_it_expired_and_the_move_conve
     );
     assert_eq!(end_state(&w.target), clean_target);
     assert_eq!(end_state(&w.source), clean_source);
-    assert!(w.source.lease().is_none());
+    assert!(w.source.lease().is_none() && w.target.lease().is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -383,9 +397,10 @@ async fn a_copy_removed_by_a_command_without_the_lease_keeps_its_original_in_the
     assert!(w.source.lease().is_none());
 }
 
-/// A lease another kubectl-capi command holds on `server` right now (renewed this instant).
-fn hold_lease(server: &ApiServer, command: &str) {
-    let now = jiff::Timestamp::now()
+/// A lease another kubectl-capi command, on another machine, holds on `server`: taken
+/// `stamped` from now by that machine's clock (which may be skewed), for `seconds`.
+fn lease_from_elsewhere(server: &ApiServer, command: &str, stamped: i64, seconds: u32) {
+    let now = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(stamped))
         .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
         .to_string();
     let holder = serde_json::json!({"host": "ops-laptop", "pid": 777, "command": command,
@@ -395,10 +410,39 @@ fn hold_lease(server: &ApiServer, command: &str) {
             serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "metadata": {"name": "kubectl-capi", "namespace": "kube-system",
                 "annotations": {"kubectl-capi.dev/holder": holder.to_string()}},
-            "spec": {"holderIdentity": "ops-laptop/777/1", "leaseDurationSeconds": 60,
+            "spec": {"holderIdentity": "ops-laptop/777/1", "leaseDurationSeconds": seconds,
                 "acquireTime": now, "renewTime": now}}),
         )
         .unwrap();
+}
+
+/// That other command, alive: it renews its lease on `server` every 100 ms, stamping it by its
+/// own clock, `stamped` from now.
+fn keep_renewing(server: &ApiServer, stamped: i64) -> tokio::task::JoinHandle<()> {
+    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+        kube::Api::namespaced(server.client(), "kube-system");
+    tokio::spawn(async move {
+        loop {
+            let now = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(stamped))
+                .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+                .to_string();
+            let renewal = serde_json::json!({"spec": {"renewTime": now}});
+            let _ = leases
+                .patch(
+                    "kubectl-capi",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&renewal),
+                )
+                .await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+}
+
+/// A lease held by a live command elsewhere (renewing it).
+fn hold_lease(server: &ApiServer, command: &str) -> tokio::task::JoinHandle<()> {
+    lease_from_elsewhere(server, command, 0, 60);
+    keep_renewing(server, 0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -418,8 +462,19 @@ async fn backups_restores_and_dry_runs_respect_a_live_lease() {
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
 
-    let before = (w.source.writes().len(), w.target.writes().len());
-    hold_lease(&w.source, "kubectl capi move -n ns1 --to-context elsewhere");
+    let before = (
+        w.source
+            .writes()
+            .iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .count(),
+        w.target
+            .writes()
+            .iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .count(),
+    );
+    let renewing = hold_lease(&w.source, "kubectl capi move -n ns1 --to-context elsewhere");
     let second = w.dir.path().join("second-backup");
     for args in [
         vec![
@@ -444,7 +499,8 @@ async fn backups_restores_and_dry_runs_respect_a_live_lease() {
         );
     }
     // A restore writes into the target first: it takes the target's lease.
-    hold_lease(&w.target, "kubectl capi pause --all -n ns1");
+    renewing.abort();
+    let _renewing = hold_lease(&w.target, "kubectl capi pause --all -n ns1");
     let out = w
         .plugin(&[
             "move",
@@ -461,10 +517,67 @@ async fn backups_restores_and_dry_runs_respect_a_live_lease() {
         "{}",
         out.stderr
     );
+    let by_plugin = |server: &ApiServer| {
+        server
+            .writes()
+            .iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .count()
+    };
     assert_eq!(
-        (w.source.writes().len(), w.target.writes().len()),
+        (by_plugin(&w.source), by_plugin(&w.target)),
         before,
         "nothing written"
+    );
+}
+
+/// Takeover is decided by what the taker watches, never by comparing the holder's `renewTime`
+/// with the taker's clock: a lease stamped five minutes in the past but renewed is live; one
+/// stamped five minutes in the future but never renewed is taken over after its duration —
+/// as a taker whose clock is skewed by ±5 minutes would see them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takers_clock_decides_nothing() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let pause = ["pause", "--all", "-n", "ns1", "--context", "source"];
+    let command = "kubectl capi move -n ns1 --to-context elsewhere";
+    lease_from_elsewhere(&w.source, command, -300, 2);
+    let renewing = keep_renewing(&w.source, -300);
+    let out = w.plugin(&pause).await;
+    assert_eq!(out.code, 1, "a live lease is never taken: {}", out.stderr);
+    assert!(
+        out.stderr.contains("(process 777 on ops-laptop"),
+        "{}",
+        out.stderr
+    );
+    renewing.abort();
+    let _ = renewing.await;
+
+    capi_sandbox::api::delete(
+        &w.source.client(),
+        "coordination.k8s.io/v1",
+        "Lease",
+        "kube-system",
+        "kubectl-capi",
+    )
+    .await
+    .unwrap();
+    lease_from_elsewhere(&w.source, command, 300, 2);
+    let started = std::time::Instant::now();
+    let out = w.plugin(&pause).await;
+    assert_eq!(
+        out.code, 0,
+        "a gone holder's lease is taken over: {}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("held it, but it stayed unrenewed for 2s while this command watched it"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "not the five minutes its stamp would say"
     );
 }
 
@@ -490,11 +603,14 @@ async fn a_holder_that_loses_its_lease_stops_writing_and_can_be_resumed() {
         .await
         .unwrap();
     let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr
             .contains("lost the lease kube-system/kubectl-capi")
-            && out.stderr.contains("stopped writing"),
+            && out.stderr.contains("stopped writing")
+            && out.stderr.contains(
+                "run `kubectl capi ready -n ns1 --context source` to see where the move stands"
+            ),
         "{}",
         out.stderr
     );

@@ -1,0 +1,266 @@
+//! The write gate: every write a client sends passes it just before it goes out (below the
+//! retry layer, so a retry is checked too). A cluster reached through a kubeconfig lets writes
+//! through only while this process can prove it holds the cluster's lease — its last renewal
+//! was sent less than the renew deadline ago, on a clock that counts suspended time — so a
+//! holder that was stopped, slept or lost its lease sends nothing more. Reads, dry runs, access
+//! reviews and the lease's own requests pass.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::Stop;
+
+/// A moment, on two clocks: the monotonic one (never goes back, but on some systems stops while
+/// the machine sleeps) and the wall clock (counts sleep, but may jump). Elapsed time is the
+/// larger of the two, so neither a sleep nor a clock step back makes a lease look younger.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    monotonic: Instant,
+    wall: SystemTime,
+}
+
+impl Stamp {
+    pub fn now() -> Stamp {
+        Stamp {
+            monotonic: Instant::now(),
+            wall: SystemTime::now(),
+        }
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        let wall = SystemTime::now()
+            .duration_since(self.wall)
+            .unwrap_or_default();
+        self.monotonic.elapsed().max(wall)
+    }
+}
+
+/// Proof of holding one cluster's lease: when its last successful renewal was sent.
+#[derive(Debug)]
+pub struct Guard {
+    url: String,
+    renewed: Mutex<Stamp>,
+    /// How long after a renewal was sent it proves the lease held: well inside the lease's
+    /// duration, so that whoever may take it over after a whole duration never meets a write.
+    deadline: Duration,
+    lost: Mutex<Option<String>>,
+    stop: Stop,
+}
+
+impl Guard {
+    /// Held since `sent` (when the request that took it was sent).
+    pub fn new(url: &str, sent: Stamp, deadline: Duration, stop: &Stop) -> Arc<Guard> {
+        Arc::new(Guard {
+            url: url.to_string(),
+            renewed: Mutex::new(sent),
+            deadline,
+            lost: Mutex::new(None),
+            stop: stop.clone(),
+        })
+    }
+
+    /// A renewal sent at `sent` was answered: the lease is proved held from then.
+    pub fn renewed(&self, sent: Stamp) {
+        *self.renewed.lock().expect("not poisoned") = sent;
+    }
+
+    /// How long since the last proof.
+    pub fn age(&self) -> Duration {
+        self.renewed.lock().expect("not poisoned").elapsed()
+    }
+
+    /// The stop the loss of this lease requests.
+    pub fn stop(&self) -> Stop {
+        self.stop.clone()
+    }
+
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// The lease is lost for good (`why`), and the command's writes stop.
+    pub fn lose(&self, why: String) {
+        self.lost
+            .lock()
+            .expect("not poisoned")
+            .get_or_insert(why.clone());
+        self.stop.lose(why);
+    }
+
+    /// `Err(why)` once the lease cannot be proved held: lost, or the deadline passed since the
+    /// last renewal was sent (then it is lost from now on, even if a renewal succeeds later).
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(why) = self.lost.lock().expect("not poisoned").clone() {
+            return Err(why);
+        }
+        let age = self.age();
+        if age >= self.deadline {
+            self.lose(format!(
+                "lost the lease {}/{} of the cluster at {} at {}: it was last renewed {}s ago, past its renew deadline of {}s (was this process stopped, or the machine asleep?), so another command may have taken it over",
+                crate::names::LEASE_NAMESPACE,
+                crate::names::LEASE_NAME,
+                self.url,
+                now(),
+                age.as_secs(),
+                self.deadline.as_secs()
+            ));
+            return self.check();
+        }
+        Ok(())
+    }
+}
+
+/// Now, to the second, as messages give times.
+pub fn now() -> String {
+    jiff::Timestamp::now()
+        .round(jiff::Unit::Second)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+/// Whether writes to one cluster may go out.
+#[derive(Debug, Clone)]
+enum State {
+    /// A client built around an existing one (in-process tests): not guarded.
+    Unguarded,
+    /// No lease held by this process: a write would be a bug.
+    NotHeld,
+    Held(Arc<Guard>),
+}
+
+/// The gate of one cluster's client, shared by every clone of it.
+#[derive(Debug, Clone)]
+pub struct WriteGate(Arc<Mutex<State>>);
+
+impl WriteGate {
+    /// Writes pass only while the lease is held.
+    pub fn guarded() -> WriteGate {
+        WriteGate(Arc::new(Mutex::new(State::NotHeld)))
+    }
+
+    pub fn unguarded() -> WriteGate {
+        WriteGate(Arc::new(Mutex::new(State::Unguarded)))
+    }
+
+    pub fn hold(&self, guard: Arc<Guard>) {
+        *self.0.lock().expect("not poisoned") = State::Held(guard);
+    }
+
+    /// The lease was given up: no more writes.
+    pub fn release(&self) {
+        let mut state = self.0.lock().expect("not poisoned");
+        if !matches!(*state, State::Unguarded) {
+            *state = State::NotHeld;
+        }
+    }
+
+    /// Whether a request may be sent now.
+    pub fn admit(&self, method: &http::Method, uri: &http::Uri) -> Result<(), String> {
+        if !is_write(method, uri) {
+            return Ok(());
+        }
+        let state = self.0.lock().expect("not poisoned").clone();
+        match state {
+            State::Unguarded => Ok(()),
+            State::Held(guard) => guard.check(),
+            State::NotHeld => Err(format!(
+                "{method} {} was not sent: this command holds no lease of that cluster (a bug in kubectl-capi; please report it)",
+                uri.path()
+            )),
+        }
+    }
+}
+
+/// A request that changes state: not a read, a dry run, an access review, or the lease's own.
+fn is_write(method: &http::Method, uri: &http::Uri) -> bool {
+    let reads = [http::Method::GET, http::Method::HEAD, http::Method::OPTIONS];
+    if reads.contains(method) {
+        return false;
+    }
+    let path = uri.path();
+    let exempt = [
+        "/apis/coordination.k8s.io/",
+        "/apis/authorization.k8s.io/",
+        "/apis/authentication.k8s.io/",
+    ];
+    if exempt.iter().any(|prefix| path.starts_with(prefix)) {
+        return false;
+    }
+    let dry_run = uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "dryRun=All"));
+    !dry_run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uri(text: &str) -> http::Uri {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn only_writes_are_gated() {
+        let gate = WriteGate::guarded();
+        let patch = http::Method::PATCH;
+        assert!(
+            gate.admit(&patch, &uri("/api/v1/namespaces/a/secrets/s"))
+                .is_err()
+        );
+        assert!(
+            gate.admit(&http::Method::GET, &uri("/api/v1/secrets"))
+                .is_ok()
+        );
+        for free in [
+            "/api/v1/namespaces/a/secrets?dryRun=All",
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubectl-capi",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        ] {
+            assert!(
+                gate.admit(&http::Method::POST, &uri(free)).is_ok(),
+                "{free}"
+            );
+        }
+        assert!(
+            WriteGate::unguarded()
+                .admit(&patch, &uri("/api/v1/namespaces/a/secrets/s"))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_guard_past_its_deadline_is_lost_for_good_and_stops_the_writes() {
+        let stop = Stop::default();
+        let long_ago = Stamp {
+            monotonic: Instant::now() - Duration::from_secs(50),
+            wall: SystemTime::now() - Duration::from_secs(50),
+        };
+        let guard = Guard::new("https://a", long_ago, Duration::from_secs(40), &stop);
+        let gate = WriteGate::guarded();
+        gate.hold(guard.clone());
+        let why = gate
+            .admit(
+                &http::Method::DELETE,
+                &uri("/api/v1/namespaces/a/secrets/s"),
+            )
+            .unwrap_err();
+        assert!(why.contains("past its renew deadline of 40s"), "{why}");
+        assert!(stop.lost().is_some(), "the writes hear of it");
+        guard.renewed(Stamp::now());
+        assert!(
+            guard.check().is_err(),
+            "a late renewal does not bring it back"
+        );
+    }
+
+    #[test]
+    fn elapsed_time_counts_the_larger_clock() {
+        let slept = Stamp {
+            // The monotonic clock stopped while the machine slept; the wall clock did not.
+            monotonic: Instant::now(),
+            wall: SystemTime::now() - Duration::from_secs(120),
+        };
+        assert!(slept.elapsed() >= Duration::from_secs(120));
+    }
+}
