@@ -87,6 +87,11 @@ pub const LEASE_NAMESPACE: &str = "kube-system";
 pub const LEASE_NAME: &str = "kubectl-capi";
 pub const LEASE_HOLDER_ANNOTATION: &str = "kubectl-capi.dev/holder";
 
+/// The annotation a move sets on every object it creates in the target (its value: the move's
+/// own ID) and removes once its journal holds the copy's UID: the proof that an object of that
+/// name in the target is this move's copy, not one that appeared meanwhile.
+pub const MOVED_BY_ANNOTATION: &str = "kubectl-capi.dev/moved-by";
+
 /// The label on each ConfigMap slice of a move's journal copy in the source; its value is the
 /// move's key.
 pub const JOURNAL_COPY_LABEL: &str = "kubectl-capi.dev/move-journal";

@@ -7,13 +7,17 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use kube::api::{Api, DynamicObject, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::model::ObjectRef;
+use crate::names::MOVED_BY_ANNOTATION;
+
+use super::mark::finish_copies;
+pub use super::mark::{Marked, Proof, appeared};
 
 use super::discover::{ManagedFields, MoveType};
 use super::journal::JournalFile;
@@ -140,29 +144,48 @@ pub fn already_exists(reference: &ObjectRef) -> String {
     )
 }
 
-/// Creates one object in the target (an existing one as `when_existing` says), restores its
-/// managedFields, and returns its target UID and whether this move made it.
+/// How one create came out: the copy's UID, whether this move made it, whether it carries the
+/// move's mark (to be removed once its UID is recorded).
+pub(super) struct Outcome {
+    pub uid: String,
+    pub made: bool,
+    pub marked: bool,
+}
+
+/// Creates one object in the target with this move's mark (an existing one as `when_existing`
+/// says: one of that name is taken for this move's own only with proof).
 pub(super) async fn create_one(
     target: &Cluster,
     t: &MoveType,
     when_existing: WhenExisting,
-    body: Value,
-    managed: Option<&RawValue>,
+    mut body: Value,
+    proof: &Proof,
     reference: &ObjectRef,
-) -> Result<(String, bool)> {
+) -> Result<Outcome> {
     let name = &reference.name;
     let namespace = if t.info.namespaced {
         reference.namespace.as_str()
     } else {
         ""
     };
+    if !proof.mark.is_empty() {
+        let meta = &mut body["metadata"];
+        if !meta["annotations"].is_object() {
+            meta["annotations"] = json!({});
+        }
+        meta["annotations"][MOVED_BY_ANNOTATION] = json!(proof.mark);
+    }
     let writes = Writes::new(target, &t.resource, namespace);
     let write = PostParams {
         field_manager: Some(crate::kube::FIELD_MANAGER.into()),
         ..Default::default()
     };
-    let (uid, made) = match writes.create(&body, &write).await {
-        Ok(created) => (created.metadata.uid.unwrap_or_default(), true),
+    match writes.create(&body, &write).await {
+        Ok(created) => Ok(Outcome {
+            uid: created.metadata.uid.unwrap_or_default(),
+            made: true,
+            marked: !proof.mark.is_empty(),
+        }),
         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
             let target_api = api(target, &t.resource, namespace);
             let existing = target_api.get(name).await.map_err(|e| {
@@ -171,44 +194,38 @@ pub(super) async fn create_one(
                     &format!("reading {} in the target", reference.kubectl_name()),
                 )
             })?;
-            let existing_uid = existing.metadata.uid.clone().unwrap_or_default();
+            let uid = existing.metadata.uid.clone().unwrap_or_default();
             match when_existing {
-                WhenExisting::Reuse => return Ok((existing_uid, false)),
-                WhenExisting::Refuse => {
-                    return Err(Error::Refused(vec![already_exists(reference)]));
-                }
-                WhenExisting::Adopt => (existing_uid, true),
+                WhenExisting::Reuse => Ok(Outcome {
+                    uid,
+                    made: false,
+                    marked: false,
+                }),
+                WhenExisting::Refuse => Err(Error::Refused(vec![already_exists(reference)])),
+                WhenExisting::Adopt => match proof.proves(&existing) {
+                    (true, marked) => Ok(Outcome {
+                        uid,
+                        made: true,
+                        marked,
+                    }),
+                    (false, _) => Err(Error::Refused(vec![appeared(reference)])),
+                },
                 WhenExisting::Overwrite => {
                     let object: DynamicObject = serde_json::from_value(body).expect("valid body");
                     overwrite(target, &target_api, object, existing, reference).await?;
-                    (existing_uid, false)
+                    Ok(Outcome {
+                        uid,
+                        made: false,
+                        marked: !proof.mark.is_empty(),
+                    })
                 }
             }
         }
-        Err(e) => {
-            return Err(target.api_error(
-                e,
-                &format!("creating {} in the target", reference.kubectl_name()),
-            ));
-        }
-    };
-    if let Some(managed) = managed {
-        let patch = ManagedFieldsPatch {
-            metadata: ManagedFieldsOnly {
-                managed_fields: managed,
-            },
-        };
-        writes
-            .merge_patch(name, &patch, &PatchParams::default())
-            .await
-            .map_err(|e| {
-                target.api_error(
-                    e,
-                    &format!("restoring managedFields of {}", reference.kubectl_name()),
-                )
-            })?;
+        Err(e) => Err(target.api_error(
+            e,
+            &format!("creating {} in the target", reference.kubectl_name()),
+        )),
     }
-    Ok((uid, made))
 }
 
 /// The objects a move creates, as read from the source after pausing it: without managedFields,
@@ -219,21 +236,9 @@ pub struct Fresh {
     pub managed_fields: ManagedFields,
 }
 
-/// The managedFields restore's body, `{"metadata":{"managedFields":…}}`, with the source's text
-/// as it was (never parsed again).
-#[derive(serde::Serialize)]
-struct ManagedFieldsPatch<'a> {
-    metadata: ManagedFieldsOnly<'a>,
-}
-
-#[derive(serde::Serialize)]
-struct ManagedFieldsOnly<'a> {
-    #[serde(rename = "managedFields")]
-    managed_fields: &'a RawValue,
-}
-
-/// A create's answer: the source UID, the target UID, whether this attempt made it, its type.
-pub(super) type CreateAnswer<'a> = Result<(String, (String, bool), &'a MoveType)>;
+/// A create's answer: the source UID, how it came out, its type, and (when it carries the mark)
+/// what finishing it needs.
+pub(super) type CreateAnswer<'a> = Result<(String, Outcome, &'a MoveType, Option<Marked>)>;
 
 /// How objects are created in the target.
 #[derive(Debug, Clone)]
@@ -247,6 +252,8 @@ pub struct Creating {
     /// Creates in flight at once.
     pub concurrency: usize,
     pub stop: Stop,
+    /// The mark this move leaves on its copies until their UIDs are recorded (its ID).
+    pub mark: String,
 }
 
 /// What creating the groups in the target did.
@@ -254,6 +261,8 @@ pub struct Created {
     pub uids: HashMap<String, String>,
     pub per_kind: BTreeMap<String, usize>,
     pub frozen: Vec<ObjectRef>,
+    /// Copies that carry the move's mark until [`finish_copies`].
+    pub marked: Vec<Marked>,
 }
 
 /// Creates every planned object, each as soon as its owners exist in the target (see
@@ -277,6 +286,7 @@ pub async fn create_groups(
         uids: HashMap::new(),
         per_kind: BTreeMap::new(),
         frozen: Vec::new(),
+        marked: Vec::new(),
     };
     progress.begin(Phase::Create, plan.groups.iter().map(Vec::len).sum());
     make_namespaces(plan, types, target, journal.as_deref_mut()).await?;
@@ -367,6 +377,15 @@ pub async fn create_groups(
         return Err(e);
     }
     schedule.check_finished("creating in the target")?;
+    // Only now that the journal holds every copy's UID does the mark go.
+    finish_copies(
+        &target.cluster,
+        &created.marked,
+        &objects.managed_fields,
+        (how.concurrency, &how.stop),
+    )
+    .await?;
+    created.marked = Vec::new();
     progress.end(Phase::Create);
     Ok(created)
 }
@@ -408,6 +427,9 @@ struct Job<'a> {
     namespace: String,
     when_existing: WhenExisting,
     frozen: Option<ObjectRef>,
+    proof: Proof,
+    /// Whether `managed` came inline (kept for finishing the copy).
+    inline: bool,
 }
 
 fn job<'a>(
@@ -455,6 +477,12 @@ fn job<'a>(
             .and_then(|m| serde_json::value::to_raw_value(&m).ok())
             .map(Cow::Owned),
     };
+    let proof = Proof {
+        mark: how.mark.clone(),
+        recorded: journal
+            .and_then(|j| j.journal.entry(uid))
+            .and_then(|e| e.target_uid.clone()),
+    };
     let status = object
         .data
         .get("status")
@@ -472,6 +500,8 @@ fn job<'a>(
         namespace,
         when_existing,
         frozen,
+        proof,
+        inline: !objects.managed_fields.contains_key(uid),
     })
 }
 
@@ -483,12 +513,12 @@ async fn send_job<'a>(
     progress: &'a dyn Progress,
 ) -> CreateAnswer<'a> {
     how.stop.check()?;
-    let new_uid = create_one(
+    let outcome = create_one(
         &target.cluster,
         job.t,
         job.when_existing,
         job.body,
-        job.managed.as_deref(),
+        &job.proof,
         job.reference,
     )
     .await?;
@@ -503,7 +533,15 @@ async fn send_job<'a>(
         .await?;
     }
     progress.done(Phase::Create, job.reference);
-    Ok((job.uid, new_uid, job.t))
+    let marked = outcome.marked.then(|| Marked {
+        source_uid: job.uid.clone(),
+        target_uid: outcome.uid.clone(),
+        reference: job.reference.clone(),
+        resource: job.t.resource.clone(),
+        namespace: job.namespace.clone(),
+        inline_managed: job.managed.filter(|_| job.inline).map(|m| m.into_owned()),
+    });
+    Ok((job.uid, outcome, job.t, marked))
 }
 
 /// Takes in one create's answer: records it, and what it unblocks becomes ready; the first
@@ -516,18 +554,20 @@ fn take_answer(
     failure: &mut Option<Error>,
     ready: &mut Vec<String>,
 ) {
-    let (uid, (new_uid, made), t) = match answer {
+    let (uid, outcome, t, marked) = match answer {
         Ok(answer) => answer,
         Err(e) => {
             failure.get_or_insert(e);
             return;
         }
     };
+    let (new_uid, made) = (outcome.uid, outcome.made);
     if let Some(entry) = journal.and_then(|j| j.journal.entry_mut(&uid)) {
         entry.target_uid = Some(new_uid.clone());
         // Made by this move, now or by an earlier attempt of it.
         entry.created |= made;
     }
+    created.marked.extend(marked);
     created.uids.insert(uid.clone(), new_uid);
     *created
         .per_kind

@@ -242,6 +242,8 @@ pub async fn restore(
             restore_status: false,
             concurrency: DEFAULT_CONCURRENCY,
             stop: Stop::default(),
+            // A restore keeps no journal: its mark lives as long as this command.
+            mark: super::journal::new_move_id(),
         },
         progress,
         None,

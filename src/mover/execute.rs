@@ -105,6 +105,10 @@ pub async fn run(
     journal: &mut JournalFile,
 ) -> Result<Summary> {
     let started = Instant::now();
+    if journal.journal.move_id.is_empty() {
+        // An older version's journal: this run marks what it creates (saved with its stage).
+        journal.journal.move_id = super::journal::new_move_id();
+    }
     let mut phases = Phases::default();
     let mut lap = Instant::now();
     let mut lap_seconds = move || {
@@ -224,6 +228,7 @@ async fn create(
         restore_status: options.restore_status,
         concurrency: options.concurrency,
         stop: options.stop.clone(),
+        mark: journal.journal.move_id.clone(),
     };
     let created = create_groups(
         plan,

@@ -10,6 +10,7 @@ pub mod ends;
 pub mod execute;
 pub mod graph;
 pub mod journal;
+pub mod mark;
 pub mod namespaces;
 pub mod pause;
 pub mod plan;

@@ -344,13 +344,14 @@ pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
 
 /// A create whose answer was lost (the move was killed while it was in flight) left no target UID
 /// in the journal. The journal says which creates may have been sent; an object of that name in
-/// the target, for such an entry, is this move's copy, since the first preflight found
-/// none there. Its UID is recorded, so what follows deletes exactly it.
+/// the target is this move's copy only if it carries this move's mark — one without it appeared
+/// by other hands and is never touched. Its UID is recorded, so what follows deletes exactly it.
 pub(super) async fn claim_unanswered_creates(
     target: &Cluster,
     journal: &mut JournalFile,
     concurrency: usize,
 ) -> Result<()> {
+    let mark = journal.journal.move_id.clone();
     let unanswered: Vec<Entry> = journal
         .journal
         .entries
@@ -358,17 +359,34 @@ pub(super) async fn claim_unanswered_creates(
         .filter(|e| e.sent && !e.preexisting && !e.removed && e.target_uid.is_none())
         .cloned()
         .collect();
-    if unanswered.is_empty() {
+    if unanswered.is_empty() || mark.is_empty() {
         return Ok(());
     }
-    let found: Vec<(String, Option<String>)> =
-        stream::iter(unanswered.iter().map(|entry| async move {
-            let target_uid = uid_by_name(target, entry, "target").await?;
-            Ok::<_, Error>((entry.uid.clone(), target_uid))
-        }))
-        .buffer_unordered(concurrency.max(1))
-        .try_collect()
-        .await?;
+    let found: Vec<(String, Option<String>)> = stream::iter(unanswered.iter().map(|entry| {
+        let mark = mark.as_str();
+        async move {
+            let copy = api(target, &entry_resource(entry), entry.namespace())
+                .get_opt(&entry.object.name)
+                .await
+                .map_err(|e| {
+                    target.api_error(
+                        e,
+                        &format!("reading {} in the target", entry.object.kubectl_name()),
+                    )
+                })?
+                .filter(|o| {
+                    o.metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get(crate::names::MOVED_BY_ANNOTATION))
+                        .is_some_and(|m| m == mark)
+                });
+            Ok::<_, Error>((entry.uid.clone(), copy.and_then(|o| o.metadata.uid)))
+        }
+    }))
+    .buffer_unordered(concurrency.max(1))
+    .try_collect()
+    .await?;
     for (uid, target_uid) in found {
         if let (Some(entry), Some(target_uid)) = (journal.journal.entry_mut(&uid), target_uid) {
             entry.target_uid = Some(target_uid);

@@ -57,6 +57,10 @@ impl Move<'_> {
         let earlier = history.unfinished.as_ref();
         if let Some(earlier) = earlier {
             journal.made_namespaces = earlier.made_namespaces.clone();
+            // The same move: its copies carry its mark.
+            if !earlier.move_id.is_empty() {
+                journal.move_id = earlier.move_id.clone();
+            }
         }
         journal.attempt = earlier.map_or(0, |earlier| earlier.attempt + 1);
         for entry in &mut journal.entries {

@@ -627,3 +627,84 @@ async fn a_holder_that_loses_its_lease_stops_writing_and_can_be_resumed() {
     assert_eq!(end_state(&w.target), clean_target);
     assert_eq!(end_state(&w.source), clean_source);
 }
+
+/// A same-name object created in the target while the move creates (`kubectl create secret …`
+/// from another shell) is not the move's copy because a create met 409: it carries no mark of
+/// the move. The move stops before deleting anything from the source, names the object, exits
+/// 1; the foreign object is never touched, and a rollback removes only the move's own copies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_same_name_object_that_appears_in_the_target_is_never_taken_for_the_moves_copy() {
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let w = World::start(&fixture).await;
+    slow(&w.target, "create", Duration::from_millis(150));
+    let mut mover = start_move(&w, &[]);
+    until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
+    // The Secrets of ns1 the move has not created yet: the first that can still be created
+    // in the target by someone else is.
+    let secrets: Vec<String> = w
+        .source
+        .dump()
+        .into_iter()
+        .filter(|o| o["kind"] == "Secret" && o["metadata"]["namespace"] == "ns1")
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut foreign = None;
+    for name in secrets.iter().rev() {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": "ns1"},
+            "stringData": {"tls.crt": "FOREIGN"}});
+        let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+            kube::Api::namespaced(w.target.client(), "ns1");
+        let body: k8s_openapi::api::core::v1::Secret = serde_json::from_value(body).unwrap();
+        if secrets
+            .create(&kube::api::PostParams::default(), &body)
+            .await
+            .is_ok()
+        {
+            foreign = Some(name.clone());
+            break;
+        }
+    }
+    let foreign = foreign.expect("a Secret the move had not created yet");
+    let foreign_uid =
+        w.target.object("", "secrets", "ns1", &foreign).unwrap()["metadata"]["uid"].clone();
+    w.target.clear_faults();
+    let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "Secret ns1/{foreign} appeared in the target while this move ran, and not by this move"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        objects_written(&w.source, "delete"),
+        0,
+        "nothing deleted from the source"
+    );
+    for name in &secrets {
+        assert!(
+            w.source.object("", "secrets", "ns1", name).is_some(),
+            "the source keeps {name}"
+        );
+    }
+    let still = w.target.object("", "secrets", "ns1", &foreign).unwrap();
+    assert_eq!(still["metadata"]["uid"], foreign_uid, "never touched");
+    assert!(still["metadata"]["annotations"]["kubectl-capi.dev/moved-by"].is_null());
+
+    // Undone: the move's own copies go, the foreign Secret stays.
+    let out = w.plugin(&[&MOVE_NS1[..], &["--rollback"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let still = w.target.object("", "secrets", "ns1", &foreign).unwrap();
+    assert_eq!(
+        still["metadata"]["uid"], foreign_uid,
+        "a rollback leaves it too"
+    );
+    assert!(
+        w.target
+            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+            .is_none(),
+        "the move's copies are gone"
+    );
+}

@@ -126,6 +126,10 @@ pub struct Journal {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
     pub stage: Stage,
+    /// This move's own ID, the value of the mark it leaves on what it creates until its copy's
+    /// UID is recorded ([`crate::names::MOVED_BY_ANNOTATION`]); empty in an older version's.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub move_id: String,
     /// The Clusters and ClusterClasses this move pauses in the source.
     pub paused: Vec<ObjectRef>,
     /// Which run of the move wrote this: 0 for the first, one more for each rerun that planned
@@ -209,6 +213,7 @@ impl Journal {
             clusters,
             selector: None,
             stage: Stage::Pausing,
+            move_id: new_move_id(),
             paused,
             attempt: 0,
             finished_at: None,
@@ -302,6 +307,7 @@ impl Journal {
             clusters: self.clusters.clone(),
             selector: self.selector.clone(),
             stage: self.stage,
+            move_id: self.move_id.clone(),
             paused: Vec::new(),
             attempt: self.attempt,
             finished_at: Some(self.finished_at.clone().unwrap_or_else(now)),
@@ -453,6 +459,11 @@ impl MoveId<'_> {
             self.legacy_key()
         )
     }
+}
+
+/// A new move's ID: random, so that no other move (from this machine or another) has it.
+pub fn new_move_id() -> String {
+    format!("{:016x}", fastrand::u64(..))
 }
 
 /// Now, to the second (RFC 3339), as records give times.
@@ -620,6 +631,7 @@ mod tests {
             clusters: vec![],
             selector: None,
             stage: Stage::Creating,
+            move_id: "m1".into(),
             paused: vec![],
             attempt: 0,
             finished_at: None,

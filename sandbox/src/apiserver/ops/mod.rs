@@ -315,6 +315,12 @@ pub fn update(
         result["metadata"]["generation"] = json!(generation + 1);
     }
     match explicit_managed_fields {
+        // A real server's documented way to strip them: a list holding one empty entry.
+        Some(mf) if mf == json!([{}]) => {
+            result["metadata"]
+                .as_object_mut()
+                .map(|m| m.remove("managedFields"));
+        }
         Some(mf) if mf.as_array().is_some_and(|a| !a.is_empty()) => {
             result["metadata"]["managedFields"] = mf
         }
