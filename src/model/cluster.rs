@@ -28,6 +28,9 @@ pub struct ClusterView {
     /// metav1 conditions wherever the dialect keeps them.
     pub conditions: Vec<Condition>,
     pub deleting: bool,
+    /// The mark of the kubectl-capi move that created this copy paused and has not unpaused it
+    /// yet (the move's ID).
+    pub moved_by: Option<String>,
 }
 
 impl ClusterView {
@@ -79,6 +82,12 @@ impl ClusterView {
             dialect,
             paused: spec["paused"].as_bool().unwrap_or(false),
             paused_annotation: is_paused_by_annotation(object),
+            moved_by: object
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(crate::names::MOVED_BY_ANNOTATION))
+                .cloned(),
             infrastructure_provisioned,
             control_plane_initialized_condition,
             control_plane_initialized,

@@ -79,7 +79,12 @@ pub(super) async fn finish_copies(
         let patch = FinishPatch {
             metadata: FinishMeta {
                 uid: &m.target_uid,
-                annotations: json!({MOVED_BY_ANNOTATION: null}),
+                // A Cluster keeps it until it is unpaused: it names the move that holds it.
+                annotations: if m.reference.is_core_cluster() {
+                    json!({})
+                } else {
+                    json!({MOVED_BY_ANNOTATION: null})
+                },
                 managed_fields: managed.unwrap_or(&none),
             },
         };

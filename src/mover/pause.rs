@@ -60,8 +60,12 @@ pub(super) async fn patch_paused(
     let phase = if paused { Phase::Pause } else { Phase::Unpause };
     progress.begin(phase, objects.len());
     let answers: Vec<Result<()>> = stream::iter(objects.iter().map(|(resource, reference)| async move {
-        let patch = if reference.is_core_cluster() {
-            json!({"spec": {"paused": if paused { json!(true) } else { Value::Null }}})
+        let patch = if reference.is_core_cluster() && !paused {
+            // A copy's mark goes with its pause: until then it says which move holds it.
+            json!({"spec": {"paused": Value::Null},
+                "metadata": {"annotations": {crate::names::MOVED_BY_ANNOTATION: Value::Null}}})
+        } else if reference.is_core_cluster() {
+            json!({"spec": {"paused": true}})
         } else {
             json!({"metadata": {"annotations": {PAUSED_ANNOTATION: if paused { json!("") } else { Value::Null }}}})
         };

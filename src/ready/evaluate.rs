@@ -532,6 +532,12 @@ fn paused(
                 "a kubectl-capi move paused it and did not finish: continue it with `{}` or undo it with `{}`",
                 unfinished.resume, unfinished.rollback
             ),
+            // A copy a move made paused: unpausing it by hand lets its controllers act while
+            // the move still writes (new Machines, copies deleted). Never suggested.
+            None if cluster.moved_by.is_some() => format!(
+                "it is a copy that the kubectl-capi move {} created paused and has not finished: do not unpause it by hand — continue that move with --resume or undo it with --rollback, run against its source cluster (`kubectl capi ready` there prints both commands)",
+                cluster.moved_by.as_deref().unwrap_or_default()
+            ),
             None => format!(
                 "unpause it with {} (kubectl capi pause freezes scaling without pausing the Cluster)",
                 unpause_cluster(cluster, &checks.next)

@@ -416,3 +416,59 @@ async fn a_move_interrupted_through_one_url_is_continued_through_another() {
     assert_eq!(end_state(&w.source), clean_source);
     assert_eq!(end_state(&w.target), clean_target);
 }
+
+/// No hint ever unpauses a Cluster a move holds or was interrupted in: seen from the target of an
+/// interrupted move (its copies made paused), `ready` and a move the other way name the move and
+/// tell to continue or undo it — never `kubectl patch … '{"spec":{"paused":false}}'`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_hint_unpauses_an_interrupted_moves_copies() {
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let w = World::start(&fixture).await;
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::Writes(14)).await);
+    let copy = w
+        .target
+        .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+        .expect("the Cluster's copy was made before the kill");
+    assert_eq!(copy["spec"]["paused"], true);
+    let back = [
+        "move",
+        "--context",
+        "target",
+        "--to-context",
+        "source",
+        "-n",
+        "ns1",
+    ];
+    for args in [
+        vec!["ready", "foo", "-n", "ns1", "--context", "target"],
+        back.to_vec(),
+        [&back[..], &["--dry-run=server"]].concat(),
+    ] {
+        let out = w.plugin(&args).await;
+        assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
+        let said = format!("{}{}", out.stdout, out.stderr);
+        assert!(!said.contains(r#"paused":false"#), "{args:?}: {said}");
+        assert!(
+            said.contains("created paused and has not finished")
+                && said.contains("--resume")
+                && said.contains("--rollback"),
+            "{args:?}: {said}"
+        );
+    }
+    // From the source, the journal's copy gives the commands that continue it, and they work.
+    let out = w
+        .plugin(&["ready", "foo", "-n", "ns1", "--context", "source"])
+        .await;
+    assert!(!out.stdout.contains(r#"paused":false"#), "{}", out.stdout);
+    let out = w.plugin(&[&MOVE_NS1[..], &["--resume"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let moved = w
+        .target
+        .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+        .unwrap();
+    assert!(moved["spec"]["paused"].is_null(), "unpaused at the end");
+    assert!(
+        moved["metadata"]["annotations"]["kubectl-capi.dev/moved-by"].is_null(),
+        "and the mark is gone"
+    );
+}

@@ -241,6 +241,20 @@ pub struct At<'a> {
     pub subresource: Option<&'a str>,
 }
 
+/// A real server stores metadata maps `omitempty`: one emptied by a patch is gone.
+fn drop_empty_maps(object: &mut Value) {
+    if let Some(meta) = object["metadata"].as_object_mut() {
+        for map in ["annotations", "labels"] {
+            if meta
+                .get(map)
+                .is_some_and(|m| m.as_object().is_some_and(|m| m.is_empty()))
+            {
+                meta.remove(map);
+            }
+        }
+    }
+}
+
 /// How an update names its precondition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UpdateKind {
@@ -277,6 +291,7 @@ pub fn update(
         .filter(|mf| Some(*mf) != old["metadata"].get("managedFields"))
         .cloned();
     let mut result = merged(scope, old, new);
+    drop_empty_maps(&mut result);
     // The server owns these; the body cannot change them.
     for system in [
         "name",
