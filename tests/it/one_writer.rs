@@ -708,3 +708,80 @@ async fn a_same_name_object_that_appears_in_the_target_is_never_taken_for_the_mo
         "the move's copies are gone"
     );
 }
+
+/// A holder stopped (SIGSTOP) for longer than its lease is taken over by a rollback; once it
+/// runs again (SIGCONT) it sends not one more write — its renew deadline passed while it was
+/// stopped, and the write gate checks it before every request — and exits 1 saying it lost
+/// the lease, not blaming the other end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_stopped_past_its_lease_writes_nothing_once_it_runs_again() {
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let w = World::start(&fixture).await;
+    grant_intruder(&w);
+    slow(&w.target, "create", Duration::from_millis(150));
+    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "2")]);
+    let pid = mover.id().unwrap().to_string();
+    until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
+    let signal = |which: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([which, &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill {which}");
+    };
+    signal("-STOP");
+    w.target.clear_faults();
+    // Another machine rolls the move back: it watches the stopped holder's leases go unrenewed
+    // for their duration, takes them over, and undoes the move.
+    let out = intrude(&w, &[&MOVE_NS1[..], &["--rollback"]].concat()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("stayed unrenewed for 2s while this command watched it"),
+        "{}",
+        out.stderr
+    );
+    let by_the_holder = || {
+        [&w.source, &w.target]
+            .iter()
+            .flat_map(|s| s.mutations())
+            .filter(|r| r.user != INTRUDER && r.agent.starts_with("kubectl-capi/"))
+            .count()
+    };
+    let before = by_the_holder();
+    let journal_copies = |server: &ApiServer| {
+        server
+            .dump()
+            .into_iter()
+            .filter(|o| {
+                o["kind"] == "ConfigMap"
+                    && o["metadata"]["name"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("kubectl-capi-move-"))
+            })
+            .count()
+    };
+    assert_eq!(
+        journal_copies(&w.source),
+        0,
+        "the rollback removed the journal's copy"
+    );
+
+    signal("-CONT");
+    let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("lost the lease kube-system/kubectl-capi")
+            && out.stderr.contains("to see where the move stands"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("did not answer"), "{}", out.stderr);
+    assert_eq!(by_the_holder(), before, "not one write after SIGCONT");
+    assert_eq!(
+        journal_copies(&w.source),
+        0,
+        "no phantom journal of an interrupted move"
+    );
+}
