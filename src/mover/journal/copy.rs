@@ -55,9 +55,11 @@ pub fn shards(text: &str) -> Vec<&str> {
     out
 }
 
-/// Per slice a save wrote, its fingerprint (so the next save skips unchanged ones) and the
-/// UID of its ConfigMap (so a delete names exactly it).
-pub type Written = Vec<(u64, String)>;
+/// Per slice a save wrote, its fingerprint (so the next save skips unchanged ones), the UID of
+/// its ConfigMap (so a delete names exactly it) and the resourceVersion it was written at (so
+/// the next write of it is conditional on it: a holder that was overtaken can never overwrite
+/// the journal of the command that overtook it).
+pub type Written = Vec<(u64, String, String)>;
 
 fn fingerprint(slice: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
@@ -83,21 +85,26 @@ pub async fn save(
     let unchanged = |index: usize| {
         previous
             .and_then(|p| p.get(index))
-            .filter(|(f, _)| *f == fingerprints[index])
-            .map(|(_, uid)| uid.clone())
+            .filter(|(f, ..)| *f == fingerprints[index])
+            .map(|(_, uid, version)| (uid.clone(), version.clone()))
     };
-    let answers: Vec<Result<(usize, String)>> = stream::iter(
+    let written_at = |index: usize| previous.and_then(|p| p.get(index)).map(|w| w.2.clone());
+    let answers: Vec<Result<(usize, (String, String))>> = stream::iter(
         slices
             .iter()
             .enumerate()
             .filter(|(index, _)| unchanged(*index).is_none())
             .map(|(index, slice)| {
                 let api = &api;
+                let written_at = written_at(index);
                 async move {
-                    let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    let mut body = json!({"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": name(key, index), "namespace": namespace,
                             "labels": {LABEL: key, SHARD_LABEL: index.to_string()}},
                         "data": {"journal": slice}});
+                    if let Some(version) = written_at.filter(|v| !v.is_empty()) {
+                        body["metadata"]["resourceVersion"] = json!(version);
+                    }
                     let written = api
                         .patch(
                             &name(key, index),
@@ -106,24 +113,37 @@ pub async fn save(
                         )
                         .await
                         .map_err(|e| {
-                            cluster.api_error(e, "writing the move journal to the source cluster")
+                            cluster.api_error(
+                                e,
+                                "writing the move journal to the source cluster (a conflict: another command wrote it since this one did)",
+                            )
                         })?;
-                    Ok((index, written.metadata.uid.unwrap_or_default()))
+                    let meta = written.metadata;
+                    Ok((
+                        index,
+                        (
+                            meta.uid.unwrap_or_default(),
+                            meta.resource_version.unwrap_or_default(),
+                        ),
+                    ))
                 }
             }),
     )
     .buffer_unordered(concurrency.max(1))
     .collect()
     .await;
-    let mut uids: Vec<Option<String>> = (0..slices.len()).map(unchanged).collect();
+    let mut uids: Vec<Option<(String, String)>> = (0..slices.len()).map(unchanged).collect();
     for answer in answers {
-        let (index, uid) = answer?;
-        uids[index] = Some(uid);
+        let (index, written) = answer?;
+        uids[index] = Some(written);
     }
     let written: Written = fingerprints
         .into_iter()
         .zip(uids)
-        .map(|(f, uid)| (f, uid.unwrap_or_default()))
+        .map(|(f, w)| {
+            let (uid, version) = w.unwrap_or_default();
+            (f, uid, version)
+        })
         .collect();
     // Slices left from a longer earlier version, each deleted by its UID.
     let stale: Vec<(String, String)> = match previous {
@@ -247,5 +267,38 @@ mod tests {
         assert_eq!(slices.concat(), text);
         assert_eq!(slices.len(), 2);
         assert!(shards("").is_empty());
+    }
+
+    /// A holder that was overtaken can never overwrite the journal's copy the command that
+    /// overtook it wrote: each save of a slice is conditional on the resourceVersion it last
+    /// wrote.
+    #[tokio::test]
+    async fn a_save_over_a_copy_someone_else_wrote_since_is_refused() {
+        let server = capi_sandbox::ApiServer::new(capi_sandbox::ServerOptions::default());
+        let cluster = Cluster::from_client(server.client(), "sandbox");
+        let first = save(&cluster, "default", "k", "{\"a\":1}", (None, 1))
+            .await
+            .unwrap();
+        let again = save(&cluster, "default", "k", "{\"a\":2}", (Some(&first), 1))
+            .await
+            .unwrap();
+        assert_ne!(first[0].2, again[0].2, "a new resourceVersion each write");
+        // Another command writes the copy (its own save, without this one's versions).
+        save(&cluster, "default", "k", "{\"b\":3}", (None, 1))
+            .await
+            .unwrap();
+        let stale = save(&cluster, "default", "k", "{\"a\":4}", (Some(&again), 1)).await;
+        assert!(stale.is_err(), "the stale write must fail");
+        let kept = load(&cluster, "default", "k").await.unwrap();
+        assert!(
+            kept.is_none(),
+            "not a journal, but the other command's text stays"
+        );
+        let configmap = server
+            .dump()
+            .into_iter()
+            .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "kubectl-capi-move-k-0")
+            .unwrap();
+        assert_eq!(configmap["data"]["journal"], "{\"b\":3}");
     }
 }

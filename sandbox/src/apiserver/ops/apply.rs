@@ -119,6 +119,13 @@ pub fn server_side_apply(
             Ok((stored, true))
         }
         Some(live) => {
+            // A resourceVersion in the applied configuration is a precondition, as a real
+            // server takes it.
+            if let Some(rv) = applied["metadata"]["resourceVersion"].as_str()
+                && Some(rv) != live["metadata"]["resourceVersion"].as_str()
+            {
+                return Err(ApiError::conflict(&def.names(), name));
+            }
             let mut entries = fields::read_entries(&live);
             let merged = fields::apply(&live, &applied, &mut entries, &writer, scope, force)
                 .map_err(|conflicts| {
