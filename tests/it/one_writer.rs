@@ -785,3 +785,95 @@ async fn a_holder_stopped_past_its_lease_writes_nothing_once_it_runs_again() {
         "no phantom journal of an interrupted move"
     );
 }
+
+/// Two moves from two management clusters into one target, the same Cluster names, started
+/// together: both hold the target's lease for their whole run, so exactly one proceeds; the other
+/// is refused naming it and writes nothing in either of its clusters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_moves_from_two_sources_into_one_target_exactly_one_proceeds() {
+    use capi_sandbox::crds::{self, Dialect};
+    let fixture = Fixture::workload(&["w1", "w2"]);
+    let w = World::start(&fixture).await;
+    let other = ApiServer::new(capi_sandbox::ServerOptions::default());
+    crds::install_with_inventory(&other, Dialect::V1beta2).unwrap();
+    fixture.load(&[&other]).unwrap();
+    let serving = other.serve(0).await.unwrap();
+    let other_kubeconfig = w.dir.path().join("other-source");
+    capi_sandbox::apiserver::write_kubeconfig(
+        &other_kubeconfig,
+        &[serving.kubeconfig_entry("other")],
+    )
+    .unwrap();
+    grant_intruder(&w);
+    other.grant(INTRUDER, "*", "*", "*");
+    slow(&w.target, "create", Duration::from_millis(50));
+    let world_kubeconfig = w.dir.path().join("kubeconfig");
+    let run = |args: Vec<String>| {
+        let mut command = w.command(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        command.env(kubectl_capi::kube::lease::DURATION_ENV, "3");
+        async move { crate::common::Output::from(command.output().await.unwrap()) }
+    };
+    let from_other: Vec<String> = [
+        "move",
+        "--kubeconfig",
+        other_kubeconfig.to_str().unwrap(),
+        "--context",
+        "other",
+        "--to-kubeconfig",
+        world_kubeconfig.to_str().unwrap(),
+        "--to-context",
+        "target",
+        "-n",
+        "ns1",
+        "--as",
+        INTRUDER,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (a, b) = tokio::join!(
+        run(MOVE_NS1.iter().map(|s| s.to_string()).collect()),
+        run(from_other)
+    );
+    let mut codes = [a.code, b.code];
+    codes.sort();
+    assert_eq!(codes, [0, 1], "{}\n---\n{}", a.stderr, b.stderr);
+    let refused = if a.code == 1 { &a } else { &b };
+    assert!(
+        refused
+            .stderr
+            .contains("holds the lease kube-system/kubectl-capi"),
+        "{}",
+        refused.stderr
+    );
+    // What the refused one wrote: its objects, in its source and in the target (not leases).
+    let objects_by = |server: &ApiServer, intruder: bool| {
+        server
+            .mutations()
+            .iter()
+            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .filter(|r| (r.user == INTRUDER) == intruder)
+            .filter(|r| r.resource != "leases")
+            .count()
+    };
+    let (its_source, by_intruder) = if b.code == 1 {
+        (&other, true)
+    } else {
+        (&w.source, false)
+    };
+    assert_eq!(
+        objects_by(its_source, by_intruder),
+        0,
+        "nothing in its source"
+    );
+    assert_eq!(
+        objects_by(&w.target, by_intruder),
+        0,
+        "nothing in the target"
+    );
+    assert!(
+        its_source
+            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+            .is_some()
+    );
+}
