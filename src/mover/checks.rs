@@ -13,6 +13,28 @@ use crate::kube::OnCtrlC;
 use crate::output::ExitStatus;
 
 impl Move<'_> {
+    /// The unfinished moves that paused Clusters of `snapshot`: from the journal copies in the
+    /// source, and in the target — where a move the other way finds the one whose paused copies
+    /// it would move back, with the commands that continue and undo it in this user's flags.
+    async fn unfinished_moves(
+        &self,
+        snapshot: &crate::snapshot::Snapshot,
+        flags: &str,
+    ) -> Result<Vec<crate::ready::evaluate::UnfinishedMove>> {
+        let mut found = super::recovery::unfinished_moves(self.source(), snapshot, flags).await?;
+        if let (Some(target), Some(connection)) = (&self.ends.target, &self.request.target) {
+            found.extend(
+                super::recovery::unfinished_moves(
+                    &target.cluster,
+                    snapshot,
+                    &connection.as_flags(),
+                )
+                .await?,
+            );
+        }
+        Ok(found)
+    }
+
     /// What the preflight knows of this move beyond its plan, as every check of it starts.
     fn this_move<'b>(
         &'b self,
@@ -71,8 +93,7 @@ impl Move<'_> {
         }
         let between = self.records.as_ref().map(|r| &r.identities);
         let flags = self.request.source.as_flags();
-        let unfinished =
-            super::recovery::unfinished_moves(self.source(), &snapshot, &flags).await?;
+        let unfinished = self.unfinished_moves(&snapshot, &flags).await?;
         let found = preflight(
             &planned.plan,
             &planned.types,
@@ -129,12 +150,9 @@ impl Move<'_> {
         } else {
             let between = self.records.as_ref().map(|r| &r.identities);
             let flags = self.request.source.as_flags();
-            let unfinished = super::recovery::unfinished_moves(
-                self.source(),
-                &super::graph::snapshot_of(objects),
-                &flags,
-            )
-            .await?;
+            let unfinished = self
+                .unfinished_moves(&super::graph::snapshot_of(objects), &flags)
+                .await?;
             let found = preflight(
                 plan,
                 types,

@@ -449,19 +449,30 @@ async fn no_hint_unpauses_an_interrupted_moves_copies() {
         let said = format!("{}{}", out.stdout, out.stderr);
         assert!(!said.contains(r#"paused":false"#), "{args:?}: {said}");
         assert!(
-            said.contains("created paused and has not finished")
+            (said.contains("created paused and has not finished")
+                || said.contains("a kubectl-capi move paused it and did not finish"))
                 && said.contains("--resume")
                 && said.contains("--rollback"),
             "{args:?}: {said}"
         );
     }
-    // From the source, the journal's copy gives the commands that continue it, and they work.
-    let out = w
-        .plugin(&["ready", "foo", "-n", "ns1", "--context", "source"])
-        .await;
-    assert!(!out.stdout.contains(r#"paused":false"#), "{}", out.stdout);
-    let out = w.plugin(&[&MOVE_NS1[..], &["--resume"]].concat()).await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    // A move the other way reaches the journal's copy (in its target): it gives the commands
+    // that continue the move and undo it, in this user's flags — and they work when pasted.
+    let out = w.plugin(&back).await;
+    let resume = out
+        .stderr
+        .split('`')
+        .find(|part| part.starts_with("kubectl capi move") && part.ends_with("--resume"))
+        .unwrap_or_else(|| panic!("a pasteable --resume: {}", out.stderr))
+        .to_string();
+    assert!(
+        out.stderr
+            .contains("a kubectl-capi move paused it and did not finish"),
+        "{}",
+        out.stderr
+    );
+    let out = w.paste(&resume).await;
+    assert_eq!(out.code, 0, "{resume}: {}", out.stderr);
     let moved = w
         .target
         .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
