@@ -122,7 +122,8 @@ async fn intruders_during(verb: &str, in_target: bool, intruders: Vec<(&str, Vec
     let w = World::start(&fixture).await;
     let server = if in_target { &w.target } else { &w.source };
     grant_intruder(&w);
-    slow(server, verb, Duration::from_millis(150));
+    // Slow enough that every intruder is refused while the move still writes.
+    slow(server, verb, Duration::from_millis(300));
     // A short lease: its renewals (a twelfth of it) show the intruders at once that it lives.
     let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "3")]);
     let pid = mover.id().unwrap();
