@@ -100,6 +100,15 @@ pub fn refusal(url: &str, holder: Option<&Holder>, duration: Duration) -> String
     )
 }
 
+/// The refusal for a command that finds `lease` of `cluster` held by a live holder.
+fn refused_by(cluster: &Cluster, lease: &Lease) -> Error {
+    Error::Refused(vec![refusal(
+        &cluster.url,
+        holder_of(lease).as_ref(),
+        duration_of(lease),
+    )])
+}
+
 fn leases(cluster: &Cluster) -> Api<Lease> {
     Api::namespaced(cluster.client.clone(), LEASE_NAMESPACE)
 }
@@ -204,11 +213,7 @@ pub async fn ensure_free(cluster: &Cluster) -> Result<()> {
         return Ok(());
     };
     match judge(cluster, found).await? {
-        Judged::Live(lease) => Err(Error::Refused(vec![refusal(
-            &cluster.url,
-            holder_of(&lease).as_ref(),
-            duration_of(&lease),
-        )])),
+        Judged::Live(lease) => Err(refused_by(cluster, &lease)),
         Judged::Free(_) | Judged::Abandoned(..) => Ok(()),
     }
 }
@@ -296,11 +301,7 @@ pub async fn take(cluster: &Cluster, command: &str, stop: &Stop) -> Result<Held>
         }
         let (found, note) = match judge(cluster, found).await? {
             Judged::Live(lease) => {
-                return Err(Error::Refused(vec![refusal(
-                    &cluster.url,
-                    holder_of(&lease).as_ref(),
-                    duration_of(&lease),
-                )]));
+                return Err(refused_by(cluster, &lease));
             }
             Judged::Free(None) => continue,
             Judged::Free(Some(lease)) => (lease, None),
@@ -533,7 +534,7 @@ impl Leases {
 
     /// One lease already taken.
     pub fn one(held: Held) -> Leases {
-        let stop = held.guard_stop();
+        let stop = held.guard.stop();
         Leases {
             held: vec![held],
             stop,
@@ -554,12 +555,6 @@ impl Leases {
         for held in self.held.into_iter().rev() {
             held.release().await;
         }
-    }
-}
-
-impl Held {
-    fn guard_stop(&self) -> Stop {
-        self.guard.stop()
     }
 }
 

@@ -82,12 +82,8 @@ impl ClusterView {
             dialect,
             paused: spec["paused"].as_bool().unwrap_or(false),
             paused_annotation: is_paused_by_annotation(object),
-            moved_by: object
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(crate::names::MOVED_BY_ANNOTATION))
-                .cloned(),
+            moved_by: super::annotation(object, crate::names::MOVED_BY_ANNOTATION)
+                .map(str::to_string),
             infrastructure_provisioned,
             control_plane_initialized_condition,
             control_plane_initialized,

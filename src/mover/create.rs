@@ -428,8 +428,6 @@ struct Job<'a> {
     when_existing: WhenExisting,
     frozen: Option<ObjectRef>,
     proof: Proof,
-    /// Whether `managed` came inline (kept for finishing the copy).
-    inline: bool,
 }
 
 fn job<'a>(
@@ -501,7 +499,6 @@ fn job<'a>(
         when_existing,
         frozen,
         proof,
-        inline: !objects.managed_fields.contains_key(uid),
     })
 }
 
@@ -539,7 +536,11 @@ async fn send_job<'a>(
         reference: job.reference.clone(),
         resource: job.t.resource.clone(),
         namespace: job.namespace.clone(),
-        inline_managed: job.managed.filter(|_| job.inline).map(|m| m.into_owned()),
+        // Listed objects' managedFields stay in `Fresh`; only inline ones are kept here.
+        inline_managed: match job.managed {
+            Some(Cow::Owned(managed)) => Some(managed),
+            _ => None,
+        },
     });
     Ok((job.uid, outcome, job.t, marked))
 }

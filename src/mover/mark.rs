@@ -37,12 +37,7 @@ impl Proof {
     /// Whether `existing` is this move's copy.
     pub(super) fn proves(&self, existing: &DynamicObject) -> (bool, bool) {
         let marked = !self.mark.is_empty()
-            && existing
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(MOVED_BY_ANNOTATION))
-                == Some(&self.mark);
+            && crate::model::annotation(existing, MOVED_BY_ANNOTATION) == Some(self.mark.as_str());
         let recorded = self.recorded.is_some() && existing.metadata.uid == self.recorded;
         (marked || recorded, marked)
     }

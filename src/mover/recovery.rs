@@ -204,7 +204,18 @@ pub async fn originals_gone(source: &Cluster, entries: &[&Entry]) -> Result<usiz
 /// The UID of the object that now has a journal entry's name in `cluster` (the `source` or
 /// `target`, for the message); `None` when there is none.
 async fn uid_by_name(cluster: &Cluster, entry: &Entry, which: &str) -> Result<Option<String>> {
-    let object = api(cluster, &entry_resource(entry), entry.namespace())
+    Ok(object_by_name(cluster, entry, which)
+        .await?
+        .and_then(|o| o.metadata.uid))
+}
+
+/// The object that now has a journal entry's name in `cluster`, if any.
+async fn object_by_name(
+    cluster: &Cluster,
+    entry: &Entry,
+    which: &str,
+) -> Result<Option<kube::api::DynamicObject>> {
+    api(cluster, &entry_resource(entry), entry.namespace())
         .get_opt(&entry.object.name)
         .await
         .map_err(|e| {
@@ -212,8 +223,7 @@ async fn uid_by_name(cluster: &Cluster, entry: &Entry, which: &str) -> Result<Op
                 e,
                 &format!("reading {} in the {which}", entry.object.kubectl_name()),
             )
-        })?;
-    Ok(object.and_then(|o| o.metadata.uid))
+        })
 }
 
 /// What finishing or rolling back a move from its journal works with.
@@ -362,27 +372,11 @@ pub(super) async fn claim_unanswered_creates(
     if unanswered.is_empty() || mark.is_empty() {
         return Ok(());
     }
-    let found: Vec<(String, Option<String>)> = stream::iter(unanswered.iter().map(|entry| {
-        let mark = mark.as_str();
-        async move {
-            let copy = api(target, &entry_resource(entry), entry.namespace())
-                .get_opt(&entry.object.name)
-                .await
-                .map_err(|e| {
-                    target.api_error(
-                        e,
-                        &format!("reading {} in the target", entry.object.kubectl_name()),
-                    )
-                })?
-                .filter(|o| {
-                    o.metadata
-                        .annotations
-                        .as_ref()
-                        .and_then(|a| a.get(crate::names::MOVED_BY_ANNOTATION))
-                        .is_some_and(|m| m == mark)
-                });
-            Ok::<_, Error>((entry.uid.clone(), copy.and_then(|o| o.metadata.uid)))
-        }
+    let found: Vec<(String, Option<String>)> = stream::iter(unanswered.iter().map(|entry| async {
+        let copy = object_by_name(target, entry, "target").await?.filter(|o| {
+            crate::model::annotation(o, crate::names::MOVED_BY_ANNOTATION) == Some(mark.as_str())
+        });
+        Ok::<_, Error>((entry.uid.clone(), copy.and_then(|o| o.metadata.uid)))
     }))
     .buffer_unordered(concurrency.max(1))
     .try_collect()

@@ -463,18 +463,7 @@ async fn backups_restores_and_dry_runs_respect_a_live_lease() {
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
 
-    let before = (
-        w.source
-            .writes()
-            .iter()
-            .filter(|r| r.agent.starts_with("kubectl-capi/"))
-            .count(),
-        w.target
-            .writes()
-            .iter()
-            .filter(|r| r.agent.starts_with("kubectl-capi/"))
-            .count(),
-    );
+    let before = w.writes_per_server();
     let renewing = hold_lease(&w.source, "kubectl capi move -n ns1 --to-context elsewhere");
     let second = w.dir.path().join("second-backup");
     for args in [
@@ -518,18 +507,7 @@ async fn backups_restores_and_dry_runs_respect_a_live_lease() {
         "{}",
         out.stderr
     );
-    let by_plugin = |server: &ApiServer| {
-        server
-            .writes()
-            .iter()
-            .filter(|r| r.agent.starts_with("kubectl-capi/"))
-            .count()
-    };
-    assert_eq!(
-        (by_plugin(&w.source), by_plugin(&w.target)),
-        before,
-        "nothing written"
-    );
+    assert_eq!(w.writes_per_server(), before, "nothing written");
 }
 
 /// Takeover is decided by what the taker watches, never by comparing the holder's `renewTime`
@@ -750,20 +728,9 @@ async fn a_holder_stopped_past_its_lease_writes_nothing_once_it_runs_again() {
             .count()
     };
     let before = by_the_holder();
-    let journal_copies = |server: &ApiServer| {
-        server
-            .dump()
-            .into_iter()
-            .filter(|o| {
-                o["kind"] == "ConfigMap"
-                    && o["metadata"]["name"]
-                        .as_str()
-                        .is_some_and(|n| n.starts_with("kubectl-capi-move-"))
-            })
-            .count()
-    };
+    let journal_copies = crate::move_scenarios::journal_copies;
     assert_eq!(
-        journal_copies(&w.source),
+        journal_copies(&w),
         0,
         "the rollback removed the journal's copy"
     );
@@ -781,7 +748,7 @@ async fn a_holder_stopped_past_its_lease_writes_nothing_once_it_runs_again() {
     assert!(!out.stderr.contains("did not answer"), "{}", out.stderr);
     assert_eq!(by_the_holder(), before, "not one write after SIGCONT");
     assert_eq!(
-        journal_copies(&w.source),
+        journal_copies(&w),
         0,
         "no phantom journal of an interrupted move"
     );

@@ -373,15 +373,20 @@ pub struct MoveId<'a> {
 }
 
 impl MoveId<'_> {
-    /// What was asked, whichever clusters: the namespace, the named Clusters, the selector.
-    fn selection_key(&self) -> String {
+    /// What was asked, whichever clusters: the namespace, the named Clusters (in any order), the
+    /// selector (absent without one, so that moves without a selector keep their keys).
+    fn selection(&self) -> String {
         let mut names = self.clusters.to_vec();
         names.sort();
-        let mut key = format!("{}\n{}", self.namespace.unwrap_or("*"), names.join(","));
+        let mut text = format!("{}\n{}", self.namespace.unwrap_or("*"), names.join(","));
         if let Some(selector) = self.selector {
-            key.push_str(&format!("\n-l {selector}"));
+            text.push_str(&format!("\n-l {selector}"));
         }
-        format!("{:016x}", fnv1a(key.as_bytes()))
+        text
+    }
+
+    fn selection_key(&self) -> String {
+        format!("{:016x}", fnv1a(self.selection().as_bytes()))
     }
 
     fn identities_key(&self) -> String {
@@ -392,19 +397,7 @@ impl MoveId<'_> {
     /// The part of the key older versions derived from the addresses (they keyed records by the
     /// URLs the clusters were reached through).
     pub fn address_key(&self) -> String {
-        let mut names = self.clusters.to_vec();
-        names.sort();
-        let mut key = format!(
-            "{}\n{}\n{}\n{}",
-            self.source,
-            self.target,
-            self.namespace.unwrap_or("*"),
-            names.join(",")
-        );
-        // (Absent without one, so that moves without a selector keep their keys.)
-        if let Some(selector) = self.selector {
-            key.push_str(&format!("\n-l {selector}"));
-        }
+        let key = format!("{}\n{}\n{}", self.source, self.target, self.selection());
         format!("{:016x}", fnv1a(key.as_bytes()))
     }
 
@@ -467,12 +460,7 @@ pub fn new_move_id() -> String {
 }
 
 /// Now, to the second (RFC 3339), as records give times.
-pub fn now() -> String {
-    jiff::Timestamp::now()
-        .round(jiff::Unit::Second)
-        .map(|t| t.to_string())
-        .unwrap_or_default()
-}
+pub use crate::kube::gate::now;
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
