@@ -78,6 +78,19 @@ pub fn paused_by_move(group: &str, kind: &str) -> bool {
     group == CORE_GROUP && matches!(kind, crate::names::CLUSTER | crate::names::CLUSTER_CLASS)
 }
 
+/// Whether `object` already carries the pause a move would set (a Cluster's `spec.paused`, a
+/// ClusterClass's annotation): a move leaves such an object paused when it ends.
+pub fn paused_as_a_move_pauses(
+    reference: &super::ObjectRef,
+    object: &kube::api::DynamicObject,
+) -> bool {
+    if reference.is_core_cluster() {
+        object.data["spec"]["paused"].as_bool().unwrap_or(false)
+    } else {
+        super::is_paused_by_annotation(object)
+    }
+}
+
 /// The kinds the evaluation reads: the core kinds, and every non-template kind of the control
 /// plane, infrastructure and bootstrap providers. One LIST each, whatever the cluster count.
 pub fn read_by_ready(catalog: &Catalog) -> Vec<(String, String)> {

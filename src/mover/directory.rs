@@ -20,6 +20,7 @@ use super::requests::DEFAULT_CONCURRENCY;
 use crate::error::{Error, Result, yaml_problem};
 use crate::kube::Connected;
 use crate::kube::Stop;
+use crate::model::ObjectRef;
 use crate::snapshot::{Keep, Status};
 
 pub fn file_name(object: &DynamicObject) -> String {
@@ -182,9 +183,11 @@ pub async fn backup(
     directory: &std::path::Path,
 ) -> Result<usize> {
     super::directory::create_backup_directory(directory)?;
+    // What was paused before the backup stays paused after it.
+    let to_pause = plan.to_pause();
     set_paused(
         source.cluster,
-        plan,
+        &to_pause,
         source.types,
         true,
         DEFAULT_CONCURRENCY,
@@ -211,7 +214,7 @@ pub async fn backup(
     // The source is unpaused whatever happened: a backup must not leave it paused.
     set_paused(
         source.cluster,
-        plan,
+        &to_pause,
         source.types,
         false,
         DEFAULT_CONCURRENCY,
@@ -249,9 +252,15 @@ pub async fn restore(
         None,
     )
     .await?;
+    let restored: Vec<ObjectRef> = plan
+        .groups
+        .iter()
+        .flatten()
+        .map(|uid| plan.node(uid).reference.clone())
+        .collect();
     set_paused(
         &target.cluster,
-        plan,
+        &restored,
         types,
         false,
         DEFAULT_CONCURRENCY,

@@ -17,7 +17,7 @@ use super::delete::delete_entries;
 use super::discover::MoveType;
 use super::journal::{JournalFile, Stage};
 use super::namespaces::{MadeNamespace, remove_namespaces};
-use super::pause::{read_when_unblocked, set_paused};
+use super::pause::{PausedWhere, patch_paused, paused_entries, read_when_unblocked, set_paused};
 use super::plan::{Excluded, MovePlan};
 use super::progress::Progress;
 use crate::kube::Connected;
@@ -119,8 +119,9 @@ pub async fn run(
     let fresh = match pause_and_read(plan, source, options, progress, journal).await {
         Ok(fresh) => fresh,
         Err(e) => {
-            // Nothing was written into the target yet: it is left as it was found.
+            // Nothing was written into the target yet: both ends are left as they were found.
             remove_namespaces(&target.cluster, &options.made_namespaces).await;
+            release_pause(source.cluster, options, progress, journal).await;
             return Err(e);
         }
     };
@@ -138,7 +139,7 @@ pub async fn run(
     phases.create = lap_seconds();
     let deleted = delete(source.cluster, target, options, progress, journal).await?;
     phases.delete = lap_seconds();
-    let not_recorded = unpause(plan, source, target, options, progress, journal).await?;
+    let not_recorded = unpause(source, target, options, progress, journal).await?;
     phases.unpause = lap_seconds();
     Ok(Summary {
         api_version: crate::names::OUTPUT_API_VERSION,
@@ -172,7 +173,7 @@ async fn pause_and_read(
     journal.stage(Stage::Pausing).await?;
     set_paused(
         source.cluster,
-        plan,
+        &journal.journal.paused,
         types,
         true,
         options.concurrency,
@@ -210,6 +211,32 @@ async fn pause_and_read(
     journal.journal.sending_group(0);
     journal.stage(Stage::Creating).await?;
     Ok(fresh)
+}
+
+/// A move that stops before its first create (refused by block-move, an object gone, an error)
+/// unpauses in the source what it paused and closes its journal as rolled back. If it cannot,
+/// the pause stays and the journal still holds what `--rollback` undoes.
+async fn release_pause(
+    source: &Cluster,
+    options: &RunOptions,
+    progress: &dyn Progress,
+    journal: &mut JournalFile,
+) {
+    let paused = paused_entries(&journal.journal, PausedWhere::All);
+    let released = async {
+        patch_paused(source, &paused, false, options.concurrency, progress).await?;
+        journal.stage(Stage::RolledBack).await
+    }
+    .await;
+    progress.note(&match released {
+        Ok(()) => format!(
+            "note: nothing was created in the target, and the {} Cluster(s)/ClusterClass(es) the move paused in the source were unpaused again",
+            paused.len()
+        ),
+        Err(e) => format!(
+            "note: the source stays paused ({e}); the same command with --rollback unpauses it"
+        ),
+    });
 }
 
 /// Creates every object in the target, group by group, from what was read once paused.
@@ -268,7 +295,6 @@ async fn delete(
 /// Unpauses the target and leaves the verification records; returns the warnings of records
 /// that could not be left.
 async fn unpause(
-    plan: &MovePlan,
     source: &Source<'_>,
     target: &Connected,
     options: &RunOptions,
@@ -279,8 +305,17 @@ async fn unpause(
     let cluster = &target.cluster;
     set_paused(
         cluster,
-        plan,
+        &journal.journal.paused,
         source.types,
+        false,
+        options.concurrency,
+        progress,
+    )
+    .await?;
+    // What stays in the source (a shared ClusterClass) ends there as it began.
+    patch_paused(
+        source.cluster,
+        &paused_entries(&journal.journal, PausedWhere::KeptInSource),
         false,
         options.concurrency,
         progress,

@@ -23,20 +23,17 @@ use super::plan::MovePlan;
 use super::progress::{Phase, Progress};
 use super::requests::{api, params, type_of};
 
-/// Pauses the source Clusters (`spec.paused`) and ClusterClasses (annotation).
+/// Pauses (or unpauses) `objects`, Clusters and ClusterClasses of the move's `types`.
 pub(super) async fn set_paused(
     cluster: &Cluster,
-    plan: &MovePlan,
+    objects: &[ObjectRef],
     types: &[MoveType],
     paused: bool,
     concurrency: usize,
     progress: &dyn Progress,
 ) -> Result<()> {
-    let pausable: Vec<(ApiResource, ObjectRef)> = plan
-        .groups
+    let pausable: Vec<(ApiResource, ObjectRef)> = objects
         .iter()
-        .flatten()
-        .map(|uid| &plan.node(uid).reference)
         .filter(|r| is_pausable(r))
         .filter_map(|r| Some((type_of(types, r)?.resource.clone(), r.clone())))
         .collect();
@@ -136,7 +133,7 @@ pub(super) async fn read_when_unblocked(
             return Err(Error::Api {
                 context: "waiting for block-move".into(),
                 message: format!(
-                    "resource is not ready to move: {} still carries {BLOCK_MOVE_ANNOTATION}; the source stays paused — unpause its Clusters or run the move again",
+                    "resource is not ready to move: {} still carries {BLOCK_MOVE_ANNOTATION}; run the move again once its provider lets go",
                     blocked
                         .iter()
                         .map(|r| r.kubectl_name())
@@ -168,12 +165,25 @@ pub(super) async fn read_when_unblocked(
     }
 }
 
-/// The journal's Clusters and ClusterClasses (what the move pauses), with their API resources.
-pub(super) fn pausable_entries(journal: &Journal) -> Vec<(ApiResource, ObjectRef)> {
+/// Which of what the move paused (the journal's `paused`) a step unpauses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PausedWhere {
+    /// Every one: their copies in the target, or the originals after a rollback.
+    All,
+    /// Those that stay in the source (a shared ClusterClass): they end there as they began.
+    KeptInSource,
+}
+
+/// What the move paused, with its API resources: all, or those it keeps in the source.
+pub(super) fn paused_entries(
+    journal: &Journal,
+    which: PausedWhere,
+) -> Vec<(ApiResource, ObjectRef)> {
     journal
         .entries
         .iter()
-        .filter(|e| is_pausable(&e.object))
+        .filter(|e| is_pausable(&e.object) && journal.paused.contains(&e.object))
+        .filter(|e| which == PausedWhere::All || (e.kept_in_source && !e.deleted))
         .map(|e| (entry_resource(e), e.object.clone()))
         .collect()
 }

@@ -324,6 +324,23 @@ impl MovePlan {
         &self.graph.nodes[uid]
     }
 
+    /// The Clusters and ClusterClasses a move pauses, in group order: every one planned, unless
+    /// it was paused before (as read for the plan) — that one ends paused, as it began.
+    pub fn to_pause(&self) -> Vec<ObjectRef> {
+        self.groups
+            .iter()
+            .flatten()
+            .map(|uid| self.node(uid))
+            .filter(|n| crate::model::kinds::paused_by_move(n.reference.group(), &n.reference.kind))
+            .filter(|n| {
+                !n.object
+                    .as_ref()
+                    .is_some_and(|o| crate::model::kinds::paused_as_a_move_pauses(&n.reference, o))
+            })
+            .map(|n| n.reference.clone())
+            .collect()
+    }
+
     /// The moved objects as an ownership forest, for `-o wide`: Clusters are roots, every other
     /// object hangs under one owner (its controller, else its first owner, else its first soft
     /// owner) and appears once; objects with no moved owner (a shared ClusterClass, an identity)

@@ -12,7 +12,7 @@ use futures::{StreamExt, TryStreamExt, stream};
 use super::delete::{Deleted, delete_entries};
 use super::execute::Summary;
 use super::journal::{self, Entry, Journal, JournalFile, Stage, entry_resource};
-use super::pause::{patch_paused, pausable_entries};
+use super::pause::{PausedWhere, patch_paused, paused_entries};
 use super::progress::Progress;
 use super::requests::{DEFAULT_CONCURRENCY, api, kind_key};
 use crate::error::{Error, Result};
@@ -266,7 +266,16 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
     }
     patch_paused(
         target,
-        &pausable_entries(&journal.journal),
+        &paused_entries(&journal.journal, PausedWhere::All),
+        false,
+        concurrency,
+        progress,
+    )
+    .await?;
+    // What stays in the source (a shared ClusterClass) ends there as it began.
+    patch_paused(
+        source,
+        &paused_entries(&journal.journal, PausedWhere::KeptInSource),
         false,
         concurrency,
         progress,
@@ -342,7 +351,7 @@ pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
     super::namespaces::remove_if_empty(target, &journal.journal).await?;
     patch_paused(
         source,
-        &pausable_entries(&journal.journal),
+        &paused_entries(&journal.journal, PausedWhere::All),
         false,
         concurrency,
         progress,

@@ -57,6 +57,13 @@ impl Move<'_> {
         let earlier = history.unfinished.as_ref();
         if let Some(earlier) = earlier {
             journal.made_namespaces = earlier.made_namespaces.clone();
+            // What the first attempt paused reads as paused before this one: it was this move.
+            for reference in &earlier.paused {
+                let planned = journal.entries.iter().any(|e| &e.object == reference);
+                if planned && !journal.paused.contains(reference) {
+                    journal.paused.push(reference.clone());
+                }
+            }
             // The same move: its copies carry its mark.
             if !earlier.move_id.is_empty() {
                 journal.move_id = earlier.move_id.clone();

@@ -17,5 +17,6 @@ pub mod one_writer;
 mod packaging;
 mod pivot;
 mod ready;
+mod shared_objects;
 mod snapshot;
 mod verify;

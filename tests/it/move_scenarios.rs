@@ -513,6 +513,13 @@ async fn an_object_deleted_after_planning_stops_the_move_before_any_create() {
         w.target.object("", "namespaces", "", "ns1").is_none(),
         "and it was removed again"
     );
+    // The source is left as the move found it: its pause released, its journal closed.
+    let cluster = w
+        .source
+        .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+        .unwrap();
+    assert!(cluster["spec"]["paused"].is_null(), "{cluster}");
+    assert!(stderr.contains("were unpaused again"), "{stderr}");
     // Run again: planned anew without m2, and moved.
     let again = w.plugin(&args).await;
     assert_eq!(again.code, 0, "{}", again.stderr);

@@ -130,7 +130,8 @@ pub struct Journal {
     /// UID is recorded ([`crate::names::MOVED_BY_ANNOTATION`]); empty in an older version's.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub move_id: String,
-    /// The Clusters and ClusterClasses this move pauses in the source.
+    /// The Clusters and ClusterClasses this move pauses in the source (not those paused before
+    /// it): what it unpauses again — in the target, and in the source what stays there.
     pub paused: Vec<ObjectRef>,
     /// Which run of the move wrote this: 0 for the first, one more for each rerun that planned
     /// it again, so the newer of two records is known even though a rerun starts its stages over.
@@ -175,17 +176,12 @@ impl Journal {
         clusters: Vec<String>,
     ) -> Journal {
         let mut entries = Vec::new();
-        let mut paused = Vec::new();
         for (group, uids) in plan.groups.iter().enumerate() {
             for uid in uids {
                 let node = plan.node(uid);
                 let Some((resource, namespaced)) = resource_of(&node.reference) else {
                     continue;
                 };
-                if crate::model::kinds::paused_by_move(node.reference.group(), &node.reference.kind)
-                {
-                    paused.push(node.reference.clone());
-                }
                 entries.push(Entry {
                     object: node.reference.clone(),
                     resource,
@@ -214,7 +210,11 @@ impl Journal {
             selector: None,
             stage: Stage::Pausing,
             move_id: new_move_id(),
-            paused,
+            paused: plan
+                .to_pause()
+                .into_iter()
+                .filter(|r| resource_of(r).is_some())
+                .collect(),
             attempt: 0,
             finished_at: None,
             objects: None,

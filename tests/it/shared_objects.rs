@@ -1,0 +1,132 @@
+//! What a move keeps in the source ends there as it began: a ClusterClass shared with a Cluster
+//! that stays is copied, paused for the move and unpaused again — when the move finishes, when
+//! `--resume` finishes it, when `--rollback` undoes it and when it stops before creating.
+
+use serde_json::{Value, json};
+
+use crate::common::Writes;
+
+use crate::move_scenarios::{CORE, Fixture, INFRA, KillPoint, World, kill_at};
+
+const PAUSED: &str = "cluster.x-k8s.io/paused";
+
+/// Clusters foo and bar in ns1, both of ClusterClass `shared`, with a Machine each.
+fn two_clusters_of_one_class() -> Fixture {
+    let mut f = Fixture::default();
+    f.add(CORE, "ClusterClass", "ns1", "shared", &[], json!({"spec": {
+            "infrastructure": {"templateRef": {"apiVersion": INFRA, "kind": "DockerClusterTemplate", "name": "shared"}}}}))
+        .add(
+            INFRA,
+            "DockerClusterTemplate",
+            "ns1",
+            "shared",
+            &[("ClusterClass", "shared", false)],
+            json!({}),
+        );
+    for name in ["foo", "bar"] {
+        f.cluster("ns1", name, false).machine(
+            "ns1",
+            name,
+            &format!("{name}-m1"),
+            ("Cluster", name, true),
+            false,
+        );
+        let cluster = f
+            .objects
+            .iter()
+            .position(|(o, _)| o["kind"] == "Cluster" && o["metadata"]["name"] == name)
+            .unwrap();
+        f.objects[cluster].0["spec"]["topology"] = json!({"classRef": {"name": "shared"}});
+    }
+    f
+}
+
+const MOVE_FOO: [&str; 8] = [
+    "move",
+    "foo",
+    "--context",
+    "source",
+    "--to-context",
+    "target",
+    "-n",
+    "ns1",
+];
+
+fn class(server: &capi_sandbox::ApiServer) -> Value {
+    server
+        .object("cluster.x-k8s.io", "clusterclasses", "ns1", "shared")
+        .expect("the ClusterClass is there")
+}
+
+fn paused(object: &Value) -> bool {
+    !object["metadata"]["annotations"][PAUSED].is_null()
+}
+
+/// The class ends unpaused at both ends, and foo's Cluster (moved) unpaused in the target.
+fn assert_class_released(w: &World) {
+    assert!(!paused(&class(&w.source)), "{}", class(&w.source));
+    assert!(!paused(&class(&w.target)), "{}", class(&w.target));
+    let cluster = w
+        .target
+        .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+        .expect("foo moved");
+    assert!(cluster["spec"]["paused"].is_null(), "{cluster}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_class_ends_unpaused_in_the_source_and_the_next_move_proceeds() {
+    let w = World::start(&two_clusters_of_one_class()).await;
+    let out = w.plugin(&MOVE_FOO).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_class_released(&w);
+    // The move did pause it while it ran (and nothing else of the source's stays changed).
+    let class_patches: Vec<_> = w
+        .source
+        .writes()
+        .into_iter()
+        .filter(|r| r.agent.starts_with("kubectl-capi/") && r.resource == "clusterclasses")
+        .collect();
+    assert_eq!(class_patches.len(), 2, "{class_patches:?}");
+
+    let mut bar = MOVE_FOO;
+    bar[1] = "bar";
+    let out = w.plugin(&bar).await;
+    assert_eq!(
+        out.code, 0,
+        "the next Cluster of the class moves: {}",
+        out.stderr
+    );
+    assert!(
+        w.target
+            .object("cluster.x-k8s.io", "clusters", "ns1", "bar")
+            .is_some()
+    );
+    assert!(!paused(&class(&w.source)) && !paused(&class(&w.target)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_move_releases_the_shared_class_on_rollback_and_on_resume() {
+    for (how, flag) in [("rolled back", "--rollback"), ("resumed", "--resume")] {
+        let w = World::start(&two_clusters_of_one_class()).await;
+        // Killed once the source is paused (the journal says Creating).
+        assert!(kill_at(&w, &MOVE_FOO, KillPoint::JournalWrites(2)).await);
+        assert!(paused(&class(&w.source)), "the move paused the class first");
+        let mut args = MOVE_FOO.to_vec();
+        args.push(flag);
+        let out = w.plugin(&args).await;
+        assert_eq!(out.code, 0, "{how}: {}", out.stderr);
+        assert!(!paused(&class(&w.source)), "{how}: {}", class(&w.source));
+        let foo_where = if flag == "--rollback" {
+            &w.source
+        } else {
+            &w.target
+        };
+        let cluster = foo_where
+            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+            .unwrap();
+        assert!(cluster["spec"]["paused"].is_null(), "{how}: {cluster}");
+        if flag == "--resume" {
+            assert_class_released(&w);
+        }
+    }
+}
