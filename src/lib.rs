@@ -47,8 +47,8 @@ where
         Err(error) => return usage_error(error),
     };
     let settings = match Settings::from_args(&cli.global).and_then(|settings| {
-        for name in cluster_names(&cli.command) {
-            validate::cluster_name(name).map_err(Error::Usage)?;
+        for (name, flag) in cluster_names(&cli.command) {
+            validate::cluster_name(name, flag).map_err(Error::Usage)?;
         }
         Ok(settings)
     }) {
@@ -116,16 +116,21 @@ where
     }
 }
 
-/// The Cluster names a command was given.
-fn cluster_names(command: &Command) -> &[String] {
-    match command {
-        Command::Ready(args) => &args.clusters,
-        Command::Pause(args) => &args.selection.clusters,
-        Command::Resume(args) => &args.selection.clusters,
-        Command::Move(args) => &args.clusters,
-        Command::Verify(args) => &args.clusters,
-        Command::Version(_) | Command::Completion { .. } => &[],
-    }
+/// The Cluster names a command was given, each with the flag that gave it (none: positional).
+fn cluster_names(command: &Command) -> Vec<(&str, Option<&'static str>)> {
+    let (names, to_cluster): (&[String], Option<&String>) = match command {
+        Command::Ready(args) => (&args.clusters, args.to_cluster.as_ref()),
+        Command::Pause(args) => (&args.selection.clusters, None),
+        Command::Resume(args) => (&args.selection.clusters, None),
+        Command::Move(args) => (&args.clusters, args.to_cluster.as_ref()),
+        Command::Verify(args) => (&args.clusters, None),
+        Command::Version(_) | Command::Completion { .. } => (&[], None),
+    };
+    names
+        .iter()
+        .map(|name| (name.as_str(), None))
+        .chain(to_cluster.map(|name| (name.as_str(), Some("--to-cluster"))))
+        .collect()
 }
 
 /// Help and version go to stdout with exit 0; every other clap error becomes one `error:` line.

@@ -6,9 +6,13 @@ pub fn namespace(name: &str) -> Result<(), String> {
     dns_label(name).map_err(|rule| format!("invalid namespace \"{name}\" (-n): {rule}"))
 }
 
-/// A Cluster API Cluster's name: a DNS-1123 subdomain, as every object name.
-pub fn cluster_name(name: &str) -> Result<(), String> {
-    dns_subdomain(name).map_err(|rule| format!("invalid Cluster name \"{name}\": {rule}"))
+/// A Cluster API Cluster's name: a DNS-1123 subdomain, as every object name. `flag` names the
+/// flag that gave it (`--to-cluster`), if not a positional name.
+pub fn cluster_name(name: &str, flag: Option<&str>) -> Result<(), String> {
+    dns_subdomain(name).map_err(|rule| {
+        let given = flag.map(|f| format!(" ({f})")).unwrap_or_default();
+        format!("invalid Cluster name \"{name}\"{given}: {rule}")
+    })
 }
 
 /// A label selector (`-l`), in the syntax kubectl takes: `key`, `!key`, `key=value`,
@@ -233,11 +237,11 @@ mod tests {
     #[test]
     fn cluster_names_are_dns_subdomains() {
         for good in ["workload-1", "a.b.c", "x"] {
-            assert!(cluster_name(good).is_ok(), "{good}");
+            assert!(cluster_name(good, None).is_ok(), "{good}");
         }
         for bad in ["a b", "A", "a..b", ".a", "a_b", ""] {
             assert!(
-                cluster_name(bad)
+                cluster_name(bad, None)
                     .unwrap_err()
                     .contains("DNS-1123 subdomain"),
                 "{bad}"

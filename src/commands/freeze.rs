@@ -148,6 +148,12 @@ pub async fn command(
 
 /// A freeze or release names its Clusters, or says it means all of them.
 fn check_selection(mode: Mode, selection: &FreezeSelection, settings: &Settings) -> Result<()> {
+    if selection.all && !selection.clusters.is_empty() {
+        return Err(Error::Usage(format!(
+            "--all means every Cluster in the namespace, so it takes no Cluster names (got {}); pass the names or --all",
+            selection.clusters.join(", ")
+        )));
+    }
     if selection.clusters.is_empty()
         && !selection.all
         && !settings.scope.all_namespaces
@@ -185,7 +191,8 @@ pub async fn run(
 
 /// The Clusters `selection` names in `listed`, as `(namespace, name)`; a name not there is an
 /// error, as is a selection that matches nothing.
-fn selected_clusters(
+async fn selected_clusters(
+    (cluster, catalog): (&crate::kube::Cluster, &crate::kube::Catalog),
     listed: &Snapshot,
     selection: &FreezeSelection,
     scope: &ListScope,
@@ -196,6 +203,19 @@ fn selected_clusters(
         &selection.clusters,
         |c| c.metadata.name.as_deref().unwrap_or_default(),
     );
+    // With `-l`, the named Clusters that match; a name of no Cluster is an error.
+    let missing = match catalog.kind(CORE_GROUP, crate::names::CLUSTER) {
+        Some(kind) => {
+            crate::snapshot::unknown_names(
+                cluster,
+                &kind.resource,
+                scope,
+                (missing, settings.scope.selector.as_deref()),
+            )
+            .await?
+        }
+        None => missing,
+    };
     if !missing.is_empty() {
         return Err(Error::ClustersNotFound {
             names: missing,
@@ -241,7 +261,8 @@ pub async fn run_on(
     };
     // Every kind at once, so that a user missing read permissions hears of all of them.
     let listed = Snapshot::fetch_with(cluster, catalog, &fetch).await?;
-    let clusters = selected_clusters(&listed, selection, &scope, settings)?;
+    let clusters =
+        selected_clusters((cluster, catalog), &listed, selection, &scope, settings).await?;
     let time = jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string();

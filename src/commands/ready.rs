@@ -52,12 +52,29 @@ pub fn selection(
     }
 }
 
-/// Resolves named Clusters against the snapshot (any namespace with -A); unknown names are errors.
-pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<()> {
+/// Resolves named Clusters against the snapshot (any namespace with -A; with `-l`, the named
+/// ones that match); names of no Cluster are errors. `false`: names were given and none matched.
+pub async fn resolve_names(
+    (cluster, catalog): (&Cluster, &Catalog),
+    snapshot: &Snapshot,
+    selection: &mut Selection,
+) -> Result<bool> {
     let clusters = snapshot.of_kind(CORE_GROUP, crate::names::CLUSTER);
     let (found, missing) = model::select_by_name(clusters, &selection.names, |c| {
         c.metadata.name.as_deref().unwrap_or_default()
     });
+    let missing = match catalog.kind(CORE_GROUP, crate::names::CLUSTER) {
+        Some(kind) => {
+            crate::snapshot::unknown_names(
+                cluster,
+                &kind.resource,
+                &selection.fetch.scope,
+                (missing, selection.fetch.cluster_selector.as_deref()),
+            )
+            .await?
+        }
+        None => missing,
+    };
     if !missing.is_empty() {
         return Err(Error::ClustersNotFound {
             names: missing,
@@ -71,7 +88,7 @@ pub fn resolve_names(snapshot: &Snapshot, selection: &mut Selection) -> Result<(
             .clusters
             .extend(found.iter().map(|c| model::namespaced_name(c)));
     }
-    Ok(())
+    Ok(selection.names.is_empty() || !found.is_empty())
 }
 
 /// What `ready` says when the scope holds no Cluster: nothing to check, so nothing blocks.
@@ -150,21 +167,23 @@ pub async fn run_on(
     let (cluster, catalog) = (&end.cluster, &end.catalog);
     let mut selection = selection(cluster, catalog, settings, &args.clusters, args.strict);
     let snapshot = Snapshot::fetch_with(cluster, catalog, &selection.fetch).await?;
-    resolve_names(&snapshot, &mut selection)?;
+    let any_named = resolve_names((cluster, catalog), &snapshot, &mut selection).await?;
     selection.options.unfinished_moves = crate::mover::recovery::unfinished_moves(
         cluster,
         &snapshot,
         &settings.connection.as_flags(),
     )
     .await?;
-    if snapshot
-        .of_kind(CORE_GROUP, crate::names::CLUSTER)
-        .is_empty()
+    if !any_named
+        || snapshot
+            .of_kind(CORE_GROUP, crate::names::CLUSTER)
+            .is_empty()
     {
         printer.info(&nothing_in_scope(&selection));
         if settings.output.is_structured() {
+            // Nothing selected: nothing reported (an empty selection would mean all).
             printer.report(&Readiness {
-                report: &evaluate(&snapshot, &selection.options),
+                report: &evaluate(&Snapshot::default(), &selection.options),
                 details: false,
             })?;
         }

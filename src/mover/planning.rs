@@ -41,53 +41,24 @@ impl Move<'_> {
             Some(selector) => Some(self.clusters_matching(&types, selector).await?),
             None => None,
         };
-        let candidates: Vec<&crate::mover::graph::Node> = all_clusters
-            .iter()
-            .copied()
-            .filter(|n| matching.as_ref().is_none_or(|m| m.contains(&n.uid)))
-            .collect();
-        let (found, missing) =
-            crate::model::select_by_name(candidates.iter().copied(), &self.request.clusters, |n| {
-                n.reference.name.as_str()
-            });
-        if let (Some(selector), true) = (selector, found.is_empty() && missing.is_empty()) {
-            return Err(Error::Refused(vec![format!(
-                "no Clusters match -l {selector} in {scope_shown}; nothing was moved — list them with `kubectl get clusters.cluster.x-k8s.io{}{} --show-labels`",
-                match &self.scope {
-                    ListScope::Namespace(ns) => format!(" -n {}", crate::settings::shell_word(ns)),
-                    ListScope::AllNamespaces => " -A".to_string(),
-                },
-                self.request.source.as_flags()
-            )]));
-        }
-        let selected: BTreeSet<String> = if self.request.clusters.is_empty() && selector.is_none() {
-            BTreeSet::new()
-        } else {
-            found.iter().map(|n| n.uid.clone()).collect()
-        };
-        // A rerun after the move finished is harmless: it says so and succeeds.
         let finished_here = || {
             let (Some(record), Some(records)) = (&history.finished, &self.records) else {
                 return None;
             };
-            Some(format!(
-                "the move recorded in {} finished at {} ({} objects); nothing left to move in {scope_shown}",
-                records.path.display(),
-                record.finished_at.as_deref().unwrap_or("an unknown time"),
-                record.objects.unwrap_or_default()
-            ))
+            Some(finished_line(records, record, &scope_shown))
         };
-        // Whatever a finished record says: a Cluster asked for that is not there is an error.
-        if !missing.is_empty() {
-            return Err(Error::ClustersNotFound {
-                names: missing,
-                scope: match selector {
-                    Some(selector) => format!("{scope_shown} with labels matching {selector}"),
-                    None => scope_shown,
-                },
-                flags: self.request.source.as_flags(),
-            });
-        }
+        let selected = match self
+            .select(
+                history,
+                &types,
+                &all_clusters,
+                (selector, matching.as_ref()),
+            )
+            .await?
+        {
+            Step::Go(selected) => selected,
+            Step::Stop(status) => return Ok(Step::Stop(status)),
+        };
         let clusters: Vec<ObjectRef> = all_clusters
             .iter()
             .filter(|n| selected.is_empty() || selected.contains(&n.uid))
@@ -131,6 +102,82 @@ impl Move<'_> {
         }))
     }
 
+    /// The UIDs of the Clusters asked for (empty: every one in scope) — names, `-l`, or names
+    /// with `-l` (the named ones that match). A name of no Cluster is an error; a rerun after the
+    /// move finished says so and ends with success.
+    async fn select(
+        &self,
+        history: &History,
+        types: &[crate::mover::discover::MoveType],
+        all_clusters: &[&crate::mover::graph::Node],
+        (selector, matching): (Option<&str>, Option<&BTreeSet<String>>),
+    ) -> Result<Step<BTreeSet<String>>> {
+        let scope_shown = self.scope.to_string();
+        let finished_here = || {
+            let (Some(record), Some(records)) = (&history.finished, &self.records) else {
+                return None;
+            };
+            Some(finished_line(records, record, &scope_shown))
+        };
+        // Names with `-l`: the named Clusters that match.
+        let (named, missing) = crate::model::select_by_name(
+            all_clusters.iter().copied(),
+            &self.request.clusters,
+            |n| n.reference.name.as_str(),
+        );
+        let found: Vec<&crate::mover::graph::Node> = named
+            .into_iter()
+            .filter(|n| matching.is_none_or(|m| m.contains(&n.uid)))
+            .collect();
+        // A rerun after the move finished is harmless: it says so and succeeds — for the
+        // Clusters that move moved, and only while they are in the target.
+        let moved_there = if missing.is_empty() && (!found.is_empty() || selector.is_none()) {
+            Vec::new()
+        } else {
+            self.moved_and_there(history, types).await?
+        };
+        let (done, missing): (Vec<String>, Vec<String>) = missing
+            .into_iter()
+            .partition(|name| moved_there.iter().any(|c| &c.name == name));
+        let moved_before =
+            !done.is_empty() || (self.request.clusters.is_empty() && !moved_there.is_empty());
+        // Whatever a finished record says: a Cluster asked for that is in neither place is an
+        // error.
+        if !missing.is_empty() {
+            return Err(Error::ClustersNotFound {
+                names: missing,
+                scope: scope_shown,
+                flags: self.request.source.as_flags(),
+            });
+        }
+        let asked = !self.request.clusters.is_empty() || selector.is_some();
+        if asked && found.is_empty() {
+            if let Some(done) = moved_before.then(finished_here).flatten() {
+                self.printer.info(&done);
+                return Ok(Step::Stop(ExitStatus::Success));
+            }
+            let selector = selector.unwrap_or_default();
+            return Err(Error::Refused(vec![format!(
+                "no Clusters {}match -l {selector} in {scope_shown}; nothing was moved — list them with `kubectl get clusters.cluster.x-k8s.io{}{} --show-labels`",
+                if self.request.clusters.is_empty() {
+                    String::new()
+                } else {
+                    format!("named {} ", self.request.clusters.join(", "))
+                },
+                match &self.scope {
+                    ListScope::Namespace(ns) => format!(" -n {}", crate::settings::shell_word(ns)),
+                    ListScope::AllNamespaces => " -A".to_string(),
+                },
+                self.request.source.as_flags()
+            )]));
+        }
+        Ok(Step::Go(if asked {
+            found.iter().map(|n| n.uid.clone()).collect()
+        } else {
+            BTreeSet::new()
+        }))
+    }
+
     /// The UIDs of the Clusters in scope whose labels match `selector`, as the source answers a
     /// LIST with it.
     async fn clusters_matching(
@@ -152,6 +199,43 @@ impl Move<'_> {
         )
         .await?;
         Ok(listed.into_iter().filter_map(|c| c.metadata.uid).collect())
+    }
+
+    /// The Clusters the finished move recorded here moved that are in the target now (by name):
+    /// where the record and the clusters agree. Empty without a finished record.
+    async fn moved_and_there(
+        &self,
+        history: &History,
+        types: &[crate::mover::discover::MoveType],
+    ) -> Result<Vec<ObjectRef>> {
+        let (Some(record), Some(target), Some(clusters)) = (
+            &history.finished,
+            &self.ends.target,
+            types
+                .iter()
+                .find(|t| crate::names::is_core_cluster(&t.info.group, &t.info.kind)),
+        ) else {
+            return Ok(Vec::new());
+        };
+        let mut there = Vec::new();
+        for cluster in record.moved_clusters() {
+            let found = kube::api::Api::<kube::api::DynamicObject>::namespaced_with(
+                target.cluster.client.clone(),
+                &cluster.namespace,
+                &clusters.resource,
+            )
+            .get_opt(&cluster.name)
+            .await
+            .map_err(|e| {
+                target
+                    .cluster
+                    .api_error(e, &format!("reading Cluster {}", cluster.kubectl_name()))
+            })?;
+            if found.is_some() {
+                there.push(cluster.clone());
+            }
+        }
+        Ok(there)
     }
 
     /// Whether every object `plan` would copy is in the target already (by name; what is
@@ -215,4 +299,18 @@ impl Move<'_> {
         ))?;
         Ok(ExitStatus::Success)
     }
+}
+
+/// What a rerun says when the move it repeats finished.
+fn finished_line(
+    records: &super::steps::MoveRecords,
+    record: &journal::Journal,
+    scope_shown: &str,
+) -> String {
+    format!(
+        "the move recorded in {} finished at {} ({} objects); nothing left to move in {scope_shown}",
+        records.path.display(),
+        record.finished_at.as_deref().unwrap_or("an unknown time"),
+        record.objects.unwrap_or_default()
+    )
 }

@@ -97,7 +97,8 @@ pub async fn list_keeping(
 }
 
 /// The Clusters in `scope` whose labels match `selector`, as the server evaluates it (its own
-/// selector syntax, as `pause` and `ready` select): lean, metadata and spec only.
+/// selector syntax, as `pause` and `ready` select; an empty one matches every Cluster): lean,
+/// metadata and spec only.
 pub async fn clusters_matching(
     cluster: &Cluster,
     clusters: &ApiResource,
@@ -116,11 +117,34 @@ pub async fn clusters_matching(
         cluster,
         &api,
         clusters,
-        ListParams::default().labels(selector),
+        if selector.is_empty() {
+            ListParams::default()
+        } else {
+            ListParams::default().labels(selector)
+        },
         lean,
     )
     .await?;
     Ok(listed.into_iter().map(|l| l.object).collect())
+}
+
+/// Names with `-l` select the named Clusters that match: of the names `missing` among the
+/// Clusters `selector` matched, those that are Clusters of `scope` all the same are left out;
+/// the rest, returned, are names of no Cluster (an error). Without a selector, all are unknown.
+pub async fn unknown_names(
+    cluster: &Cluster,
+    clusters: &ApiResource,
+    scope: &ListScope,
+    (missing, selector): (Vec<String>, Option<&str>),
+) -> Result<Vec<String>> {
+    if missing.is_empty() || selector.is_none() {
+        return Ok(missing);
+    }
+    let all = clusters_matching(cluster, clusters, scope, "").await?;
+    Ok(missing
+        .into_iter()
+        .filter(|name| !all.iter().any(|c| c.metadata.name.as_deref() == Some(name)))
+        .collect())
 }
 
 pub fn list_api(

@@ -17,6 +17,7 @@ pub mod one_writer;
 mod packaging;
 mod pivot;
 mod ready;
+mod selection;
 mod shared_objects;
 mod snapshot;
 mod verify;

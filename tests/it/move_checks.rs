@@ -106,14 +106,16 @@ async fn a_selector_selects_clusters_for_move_exactly() {
             out.stderr
         );
     }
-    // A name the selector does not match is not there.
+    // Names with -l select the named Clusters that match: a named one that does not is left
+    // out, and none left is refused as a selector that matches nothing is.
     let out = w
         .plugin(&[&MOVE_NS1[..], &["bar", "-l", "env=prod", "--dry-run"]].concat())
         .await;
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr
-            .contains("\"bar\" not found in namespace ns1 with labels matching env=prod"),
+        out.stderr.contains(
+            "no Clusters named bar match -l env=prod in namespace ns1; nothing was moved"
+        ),
         "{}",
         out.stderr
     );

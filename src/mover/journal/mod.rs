@@ -319,6 +319,15 @@ impl Journal {
         }
     }
 
+    /// The Clusters this record moved: none unless the move finished (a rolled-back one moved
+    /// nothing).
+    pub fn moved_clusters(&self) -> Vec<&ObjectRef> {
+        if self.stage != Stage::Done {
+            return Vec::new();
+        }
+        self.moved.iter().map(|m| &m.cluster).collect()
+    }
+
     /// How far the move got: its run, its stage, then how many writes it recorded. Of two
     /// records of one move, the one further along is the truth.
     pub fn progress(&self) -> (u32, Stage, usize) {
