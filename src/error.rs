@@ -89,7 +89,8 @@ pub enum Error {
         "lost {server}: its watches could not be re-established for {after} ({reason}); check that it is up, then run the command again"
     )]
     LostServer {
-        server: Server,
+        // Boxed: the rarest error need not make every `Result` larger.
+        server: Box<Server>,
         after: String,
         reason: String,
     },
@@ -190,23 +191,35 @@ impl End {
 pub struct Server {
     pub url: String,
     pub end: End,
+    /// Where a kubeconfig read from a cluster came from ("the kubeconfig in Secret default/w1-…
+    /// of the source"): a message about the server names it, as the place to fix.
+    pub via: Option<std::sync::Arc<str>>,
 }
 
 impl Server {
     /// The name that starts a sentence about what the server is: "the target (URL)", or the URL.
     pub fn short(&self) -> String {
         match self.end.role {
-            Some(role) => format!("the {role} ({})", self.url),
+            Some(role) => format!("the {role} ({}{})", self.url, self.through()),
+            None if self.via.is_some() => format!("{} ({})", self.url, self.through()),
             None => self.url.clone(),
         }
+    }
+
+    /// `, through the kubeconfig in Secret …` for a kubeconfig read from a cluster.
+    fn through(&self) -> String {
+        self.via
+            .as_ref()
+            .map(|via| format!(", through {via}"))
+            .unwrap_or_default()
     }
 }
 
 impl std::fmt::Display for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.end.role {
-            Some(role) => write!(f, "the {role} ({})", self.url),
-            None => write!(f, "the API server at {}", self.url),
+            Some(role) => write!(f, "the {role} ({}{})", self.url, self.through()),
+            None => write!(f, "the API server at {}{}", self.url, self.through()),
         }
     }
 }
@@ -458,6 +471,7 @@ mod tests {
     #[test]
     fn transport_failures_are_told_apart_by_type() {
         let server = Server {
+            via: None,
             url: "https://k".into(),
             end: End::MOVE_TARGET,
         };
@@ -496,6 +510,7 @@ mod tests {
     #[test]
     fn answers_that_are_not_kubernetes_are_named_never_printed() {
         let server = Server {
+            via: None,
             url: "https://k".into(),
             end: End::default(),
         };

@@ -124,13 +124,13 @@ impl Around for Commands<'_> {
         Ok(status)
     }
 
-    async fn release_in_target(&self) -> Result<ExitStatus> {
-        let (Some(target), Some(connection)) = (&self.ends.target, &self.request.target) else {
+    async fn release_in_target(&self, request: &MoveRequest) -> Result<ExitStatus> {
+        let (Some(target), Some(connection)) = (&self.ends.target, &request.target) else {
             return Ok(ExitStatus::Success);
         };
         super::freeze::run(
             Mode::Resume,
-            &self.request.freeze_selection(),
+            &request.freeze_selection(),
             (None, false),
             Locking::HeldByCaller,
             (target, &self.at(connection)),
@@ -139,13 +139,12 @@ impl Around for Commands<'_> {
         .await
     }
 
-    async fn verify(&self, moved: &[MovedCluster]) -> Result<Verified> {
+    async fn verify(&self, request: &MoveRequest, moved: &[MovedCluster]) -> Result<Verified> {
         let target = self.ends.target.as_ref().expect("a move has a target");
         let ends = super::verify::Ends {
             target,
             source: Some(&self.ends.source),
-            flags: self
-                .request
+            flags: request
                 .target
                 .as_ref()
                 .map(Connection::as_flags)
@@ -155,8 +154,8 @@ impl Around for Commands<'_> {
         super::verify::verify(&ends, moved, wait, self.printer).await
     }
 
-    fn show_summary(&self, summary: &Summary) -> Result<()> {
-        print_summary(self.request, self.printer, summary)
+    fn show_summary(&self, request: &MoveRequest, summary: &Summary) -> Result<()> {
+        print_summary(request, self.printer, summary)
     }
 
     fn show_verification(&self, report: &VerificationReport) -> Result<()> {

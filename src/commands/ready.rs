@@ -110,7 +110,7 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
     let end = Connected::open(&settings.connection).await?;
     // The target first: a move into it needs it, however ready the Clusters are.
     let target = match &args.to_cluster {
-        Some(name) => target_can_take_it(name, &end, settings, printer).await?,
+        Some(name) => target_can_take_it((name, &args.clusters), &end, settings, printer).await?,
         None => ExitStatus::Success,
     };
     let status = run_on(args, (&end, settings), printer).await?;
@@ -125,14 +125,15 @@ pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Re
 /// (refused as the move would be), is another cluster than the source, and runs every provider
 /// the source does, at its version or newer.
 async fn target_can_take_it(
-    name: &str,
+    (name, asked): (&str, &[String]),
     source: &Connected,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<ExitStatus> {
     use crate::mover::{preflight, same_cluster, workload};
     let from = (&settings.connection, &settings.scope);
-    let connection = workload::target_of((&source.cluster, &source.catalog), from, name).await?;
+    let connection =
+        workload::target_of((&source.cluster, &source.catalog), from, name, asked).await?;
     let target = Connected::open(&connection).await.map_err(|e| match e {
         Error::CapiNotInstalled { server, .. } => Error::CapiNotInstalled {
             server,

@@ -33,6 +33,8 @@ pub struct Cluster {
     pub proxy_url: Option<http::Uri>,
     /// Lets this client's writes out only while this process holds the cluster's lease.
     pub gate: super::gate::WriteGate,
+    /// Where its kubeconfig came from when a cluster held it (a Secret), for messages.
+    pub via: Option<std::sync::Arc<str>>,
 }
 
 impl Cluster {
@@ -49,6 +51,7 @@ impl Cluster {
             end: End::default(),
             proxy_url: None,
             gate: RetrySettings::default().gate,
+            via: None,
         }
     }
 
@@ -57,6 +60,7 @@ impl Cluster {
         Server {
             url: self.url.clone(),
             end: self.end,
+            via: self.via.clone(),
         }
     }
 
@@ -259,29 +263,35 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         cluster: connection.cluster.clone(),
         user: connection.user.clone(),
     };
+    let unusable_file = |e: KubeconfigError| match e {
+        KubeconfigError::LoadContext(name) => unknown_context(name),
+        KubeconfigError::CurrentContextNotSet if no_contexts => Error::Kubeconfig {
+            problem: format!("{files} holds no contexts (is it empty?)"),
+            flag: end.kubeconfig_flag,
+        },
+        KubeconfigError::CurrentContextNotSet => Error::Usage(format!(
+            "{files} sets no current-context; pass one with {} (list them with `kubectl config get-contexts{}`)",
+            end.context_flag,
+            kubeconfig_flags(connection)
+        )),
+        KubeconfigError::LoadClusterOfContext(name) => Error::Kubeconfig {
+            problem: format!("{files}: the cluster of context \"{name}\" is not in it"),
+            flag: end.kubeconfig_flag,
+        },
+        other => Error::Kubeconfig {
+            problem: format!("{files}: {other}"),
+            flag: end.kubeconfig_flag,
+        },
+    };
+    let servers = servers_named(&kubeconfig);
     let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
-        .map_err(|e| match e {
-            KubeconfigError::LoadContext(name) => unknown_context(name),
-            KubeconfigError::CurrentContextNotSet if no_contexts => Error::Kubeconfig {
-                problem: format!("{files} holds no contexts (is it empty?)"),
-                flag: end.kubeconfig_flag,
-            },
-            KubeconfigError::CurrentContextNotSet => Error::Usage(format!(
-                "{files} sets no current-context; pass one with {} (list them with `kubectl config get-contexts{}`)",
-                end.context_flag,
-                kubeconfig_flags(connection)
-            )),
-            KubeconfigError::LoadClusterOfContext(name) => Error::Kubeconfig {
-                problem: format!("{files}: the cluster of context \"{name}\" is not in it"),
-                flag: end.kubeconfig_flag,
-            },
-            other => Error::Kubeconfig {
-                problem: format!("{files}: {other}"),
-                flag: end.kubeconfig_flag,
-            },
+        .map_err(|e| match (&connection.inline, e) {
+            (Some(_), e) => unusable_from_a_cluster(end, &files, &servers, &e),
+            (None, e) => unusable_file(e),
         })?;
     check_server_url(&config, &files, cluster_name.as_deref(), end)?;
+
     let request_timeout = apply_connection_flags(&mut config, connection);
     let url = config
         .cluster_url
@@ -296,9 +306,14 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         .or(connection.user.clone())
         .or(kubeconfig_user)
         .unwrap_or_else(|| "unknown".to_string());
+    let via: Option<std::sync::Arc<str>> = connection
+        .inline
+        .as_ref()
+        .map(|inline| inline.origin.as_str().into());
     let server = Server {
         url: url.clone(),
         end,
+        via: via.clone(),
     };
     let gate = super::gate::WriteGate::guarded();
     let client = kube::Client::try_from(config)
@@ -322,7 +337,51 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         end,
         proxy_url,
         gate,
+        via,
     })
+}
+
+/// ` (server https://…)`: the servers a kubeconfig names, for a message that has no URL yet.
+fn servers_named(kubeconfig: &Kubeconfig) -> String {
+    let servers: Vec<&str> = kubeconfig
+        .clusters
+        .iter()
+        .filter_map(|c| c.cluster.as_ref()?.server.as_deref())
+        .collect();
+    match servers.as_slice() {
+        [] => " (it names no server)".into(),
+        servers => format!(" (server {})", servers.join(", ")),
+    }
+}
+
+/// A kubeconfig read from a cluster that cannot be used: which end, which Secret, which server,
+/// and that the Secret (not a local file or a flag) is what to fix.
+fn unusable_from_a_cluster(
+    end: End,
+    origin: &str,
+    servers: &str,
+    error: &KubeconfigError,
+) -> Error {
+    let problem = match error {
+        KubeconfigError::CurrentContextNotSet => "sets no current-context".to_string(),
+        KubeconfigError::LoadContext(name) => {
+            format!("names context \"{name}\", which it does not hold")
+        }
+        KubeconfigError::LoadClusterOfContext(name) => {
+            format!("lacks the cluster of its context \"{name}\"")
+        }
+        other => format!("cannot be used: {other}"),
+    };
+    let (unreached, instead) = match end.role {
+        Some(role) => (
+            format!(", so the {role} cannot be reached"),
+            "--to-kubeconfig",
+        ),
+        None => (String::new(), "--kubeconfig"),
+    };
+    Error::Usage(format!(
+        "{origin}{servers} {problem}{unreached}; fix that Secret, or pass a kubeconfig for that cluster with {instead} instead"
+    ))
 }
 
 /// A kubeconfig read from a cluster (`--to-cluster`'s Secret, or `--kubeconfig-from-secret`)

@@ -27,8 +27,10 @@ impl Ends {
         if let (Some(name), true) = (request.to_cluster.clone(), request.moves_between_clusters()) {
             let catalog = Catalog::discover(&source).await?;
             let from = (&request.source, &request.scope);
-            request.target =
-                Some(super::workload::target_of((&source, &catalog), from, &name).await?);
+            request.target = Some(
+                super::workload::target_of((&source, &catalog), from, &name, &request.clusters)
+                    .await?,
+            );
             source_catalog = Some(catalog);
         }
         let target = match &request.target {

@@ -217,6 +217,36 @@ impl MoveRequest {
         )
     }
 
+    /// This request as commands printed after the move repeat it: after a pivot of the
+    /// `--to-cluster` Cluster into itself, its `NAME-kubeconfig` is in the target, so they reach
+    /// the target through the copy the move kept in the source.
+    pub fn after_move(&self, moved: &[ObjectRef]) -> std::borrow::Cow<'_, MoveRequest> {
+        let (Some(name), Some(inline)) = (
+            &self.to_cluster,
+            self.target.as_ref().and_then(|t| t.inline.as_ref()),
+        ) else {
+            return std::borrow::Cow::Borrowed(self);
+        };
+        let Some(pivoted) = moved
+            .iter()
+            .find(|c| c.is_core_cluster() && &c.name == name)
+        else {
+            return std::borrow::Cow::Borrowed(self);
+        };
+        let kept = super::journal::kept::Kept {
+            namespace: pivoted.namespace.clone(),
+            cluster: name.clone(),
+        };
+        let mut after = self.clone();
+        let mut inline = inline.clone();
+        inline.reach =
+            super::workload::reach(&kept.name(), &kept.namespace, &self.source.as_flags());
+        if let Some(target) = after.target.as_mut() {
+            target.inline = Some(inline);
+        }
+        std::borrow::Cow::Owned(after)
+    }
+
     /// The command that continues this move: the same one with `--resume`.
     pub fn resume_command(&self) -> String {
         let mut request = self.clone();

@@ -25,12 +25,13 @@ pub(crate) trait Around {
     async fn wait_ready(&self) -> Result<ExitStatus>;
     /// Releases exactly `froze` in the source again.
     async fn unfreeze(&self, froze: BTreeSet<ObjectRef>) -> Result<ExitStatus>;
-    /// Releases the freeze in the target, where the Clusters are now, under its lease.
-    async fn release_in_target(&self) -> Result<ExitStatus>;
+    /// Releases the freeze in the target, where the Clusters are now, under its lease; hints
+    /// repeat `request` as it reads after the move.
+    async fn release_in_target(&self, request: &MoveRequest) -> Result<ExitStatus>;
     /// `--verify`: watches the target adopt `moved` (and the source for what should be gone).
-    async fn verify(&self, moved: &[MovedCluster]) -> Result<Verified>;
-    /// Shows the move's summary.
-    fn show_summary(&self, summary: &Summary) -> Result<()>;
+    async fn verify(&self, request: &MoveRequest, moved: &[MovedCluster]) -> Result<Verified>;
+    /// Shows the move's summary (its hints repeat `request` as it reads after the move).
+    fn show_summary(&self, request: &MoveRequest, summary: &Summary) -> Result<()>;
     /// Shows what the verification found.
     fn show_verification(&self, report: &VerificationReport) -> Result<()>;
 }
@@ -54,9 +55,12 @@ pub(crate) async fn run(
         Ok(summary) => summary,
         Err(status) => return Ok(status),
     };
+    // From here on, printed commands reach the target where it is after the move.
+    let request = &*request.after_move(&summary.clusters);
     if !request.structured() {
-        around.show_summary(&summary)?;
+        around.show_summary(request, &summary)?;
     }
+    kept_kubeconfig_note(request, printer, &summary.clusters);
     if request.freeze
         && let Err(ended) = release_in_target(request, printer, around, &summary).await
     {
@@ -67,7 +71,7 @@ pub(crate) async fn run(
         status = verify(request, printer, stop, around, &mut summary).await?;
     }
     if request.structured() {
-        around.show_summary(&summary)?;
+        around.show_summary(request, &summary)?;
     }
     Ok(status)
 }
@@ -158,6 +162,33 @@ async fn after_refusal(
     }
 }
 
+/// After a pivot of the `--to-cluster` Cluster into itself: where its kubeconfig is kept now, and
+/// how to remove it once nothing needs it.
+fn kept_kubeconfig_note(request: &MoveRequest, printer: &Printer, moved: &[ObjectRef]) {
+    let Some(name) = &request.to_cluster else {
+        return;
+    };
+    let Some(pivoted) = moved
+        .iter()
+        .find(|c| c.is_core_cluster() && &c.name == name)
+    else {
+        return;
+    };
+    let kept = super::journal::kept::Kept {
+        namespace: pivoted.namespace.clone(),
+        cluster: name.clone(),
+    };
+    printer.note(&format!(
+        "note: {name}'s kubeconfig Secret went into {name} itself; the source keeps a copy as Secret {}/{} for later moves into it (--to-cluster {}) and for the commands printed here — remove it once the source is retired: `kubectl delete secret {} -n {}{}`",
+        kept.namespace,
+        kept.name(),
+        crate::settings::shell_word(name),
+        crate::settings::shell_word(&kept.name()),
+        crate::settings::shell_word(&kept.namespace),
+        request.source.as_flags()
+    ));
+}
+
 /// `--freeze`, after the move: the scaling frozen in the source is released in the target.
 /// `Err` ends the story with that outcome, saying how to release it by hand.
 async fn release_in_target(
@@ -169,12 +200,12 @@ async fn release_in_target(
     let Some(connection) = &request.target else {
         return Ok(());
     };
-    let released = around.release_in_target().await;
+    let released = around.release_in_target(request).await;
     if matches!(released, Ok(ExitStatus::Success)) {
         return Ok(());
     }
     if request.structured()
-        && let Err(e) = around.show_summary(summary)
+        && let Err(e) = around.show_summary(request, summary)
     {
         return Err(Err(e));
     }
@@ -195,11 +226,11 @@ async fn verify(
 ) -> Result<ExitStatus> {
     // The verification only reads, and says itself how to finish it after Ctrl-C.
     stop.on_ctrl_c(OnCtrlC::LeftToTheWork);
-    let verified = match around.verify(&summary.moved).await {
+    let verified = match around.verify(request, &summary.moved).await {
         Ok(verified) => verified,
         Err(e) => {
             if request.structured() {
-                around.show_summary(summary)?;
+                around.show_summary(request, summary)?;
             }
             printer.note(&format!(
                 "note: the move finished, its verification did not; verify it with `{}`",

@@ -20,6 +20,7 @@ pub async fn target_of(
     (source, catalog): (&Cluster, &Catalog),
     (connection, scope): (&Connection, &Scope),
     name: &str,
+    asked: &[String],
 ) -> Result<Connection> {
     if scope.all_namespaces {
         return Err(Error::Usage(
@@ -43,22 +44,31 @@ pub async fn target_of(
         namespace: namespace.clone(),
         cluster: name.to_string(),
     };
+    let through_kept = |value: Vec<u8>| {
+        let origin = format!(
+            "the kubeconfig of {namespace}/{name} kept in the source (Secret {namespace}/{})",
+            kept.name()
+        );
+        connection_for(
+            (connection, source),
+            value,
+            origin,
+            (&kept.name(), &namespace),
+        )
+    };
     match found {
-        // Moved already, or being moved: a move that was interrupted kept its kubeconfig.
+        // Moved into itself already (its kubeconfig kept here), or being moved.
         None => {
             let Some(value) = kept.read(source).await? else {
-                return Err(moved_already(source, (&namespace, name)).await?.unwrap_or(
-                    Error::ClustersNotFound {
+                return Err(moved_already(source, (&namespace, name), asked)
+                    .await?
+                    .unwrap_or(Error::ClustersNotFound {
                         names: vec![name.to_string()],
                         scope: format!("namespace {namespace} (--to-cluster)"),
                         flags,
-                    },
-                ));
+                    }));
             };
-            let origin = format!(
-                "the kubeconfig of {namespace}/{name} an interrupted move kept in the source"
-            );
-            return connection_for((connection, source), value, origin, (name, &namespace));
+            return through_kept(value);
         }
         Some(found) => {
             let cluster = ClusterView::read(&found);
@@ -71,45 +81,65 @@ pub async fn target_of(
             }
         }
     }
-    let secret_name = format!("{name}-kubeconfig");
+    let secret_name = kept.own_secret();
     let secret = Api::<Secret>::namespaced(source.client.clone(), &namespace)
         .get_opt(&secret_name)
         .await
         .map_err(|e| source.api_error(e, &format!("reading Secret {namespace}/{secret_name}")))?;
-    let origin = format!("the kubeconfig in Secret {namespace}/{secret_name} of the source");
     let value = secret
         .and_then(|s| s.data)
         .and_then(|mut data| data.remove("value"))
         .map(|value| value.0);
-    let value = match value {
-        Some(value) => value,
+    match value {
+        Some(value) => {
+            let origin = format!("the kubeconfig in Secret {namespace}/{secret_name} of the source");
+            connection_for((connection, source), value, origin, (&secret_name, &namespace))
+        }
         // Deleted by an interrupted move of this Cluster, which kept it.
-        None => kept.read(source).await?.ok_or_else(|| {
+        None => through_kept(kept.read(source).await?.ok_or_else(|| {
             Error::Refused(vec![format!(
                 "--to-cluster {name}: the source has no kubeconfig for Cluster {namespace}/{name} (Secret {namespace}/{secret_name} with a value), which Cluster API writes once the control plane is initialized"
             )])
-        })?,
-    };
-    connection_for((connection, source), value, origin, (name, &namespace))
+        })?),
+    }
 }
 
-/// A Cluster that is not in the source because a move recorded here moved it into itself:
-/// nothing left to move (the move is found as it was asked for: this Cluster of this source).
-async fn moved_already(source: &Cluster, (namespace, name): (&str, &str)) -> Result<Option<Error>> {
+/// A Cluster that is not in the source because a move recorded here moved it into itself, and
+/// whose kubeconfig no longer is here: nothing left to move when the Clusters `asked` for are
+/// all ones that move moved; for any other, the way in is the workload cluster's kubeconfig.
+async fn moved_already(
+    source: &Cluster,
+    (namespace, name): (&str, &str),
+    asked: &[String],
+) -> Result<Option<Error>> {
     let identity = crate::mover::same_cluster::identify(source).await?;
     let Ok(uid) = identity.kube_system_uid else {
         return Ok(None);
     };
     let dir = crate::mover::journal::default_dir();
-    Ok(
-        crate::mover::journal::finished_pivot(&dir, &uid, (namespace, name)).map(|(path, record)| {
-            Error::AlreadyDone(format!(
-                "the move recorded in {} moved Cluster {namespace}/{name} into itself at {}; nothing left to move",
-                path.display(),
-                record.finished_at.as_deref().unwrap_or("an unknown time")
-            ))
-        }),
-    )
+    let Some((path, record)) = crate::mover::journal::finished_pivot(&dir, &uid, (namespace, name))
+    else {
+        return Ok(None);
+    };
+    let moved = record.moved_clusters();
+    let done = !asked.is_empty()
+        && asked.iter().all(|a| {
+            moved
+                .iter()
+                .any(|c| c.namespace == namespace && &c.name == a)
+        });
+    Ok(Some(if done {
+        Error::AlreadyDone(format!(
+            "the move recorded in {} moved Cluster {namespace}/{name} into itself at {}; nothing left to move",
+            path.display(),
+            record.finished_at.as_deref().unwrap_or("an unknown time")
+        ))
+    } else {
+        Error::Usage(format!(
+            "--to-cluster {name}: the move recorded in {} moved Cluster {namespace}/{name} into itself, and its kubeconfig Secret went with it (no copy is kept in the source); pass the workload cluster's kubeconfig with --to-kubeconfig instead",
+            path.display()
+        ))
+    }))
 }
 
 /// The connection to the workload cluster whose kubeconfig is `value`.
@@ -117,15 +147,14 @@ fn connection_for(
     (source, source_cluster): (&Connection, &Cluster),
     value: Vec<u8>,
     origin: String,
-    (name, namespace): (&str, &str),
+    (secret_name, namespace): (&str, &str),
 ) -> Result<Connection> {
-    let secret_name = format!("{name}-kubeconfig");
     let flags = source.as_flags();
     // Only that it does not parse is said: a parser's message may quote the Secret's content.
     let unusable = || {
         Error::Usage(format!(
-            "{origin} does not parse as a kubeconfig; Cluster API writes one there as `value` — look at the Secret with `kubectl get secret {} -n {}{flags}`",
-            shell_word(&secret_name),
+            "{origin} does not parse as a kubeconfig, so the target cannot be reached; Cluster API writes one there as `value` — look at the Secret with `kubectl get secret {} -n {}{flags}`",
+            shell_word(secret_name),
             shell_word(namespace)
         ))
     };
@@ -142,12 +171,18 @@ fn connection_for(
         kubeconfig,
         raw: value,
         origin,
-        reach: format!(
-            " --kubeconfig <(kubectl get secret {} -n {}{flags} -o jsonpath='{{.data.value}}' | base64 -d)",
-            shell_word(&secret_name),
-            shell_word(namespace)
-        ),
+        reach: reach(secret_name, namespace, &flags),
         allowed_proxy: source_cluster.proxy_url.clone(),
     });
     Ok(connection)
+}
+
+/// The `--kubeconfig <(…)` that reads the kubeconfig in Secret `secret_name` of the source again
+/// (`flags`: the source's connection), for commands pasted later.
+pub fn reach(secret_name: &str, namespace: &str, flags: &str) -> String {
+    format!(
+        " --kubeconfig <(kubectl get secret {} -n {}{flags} -o jsonpath='{{.data.value}}' | base64 -d)",
+        shell_word(secret_name),
+        shell_word(namespace)
+    )
 }

@@ -125,7 +125,7 @@ pub async fn until<T>(
             last.unwrap_or_else(|| evaluate(&snapshot_of(&stores)).1),
         )),
         Err(reason) => Err(Error::LostServer {
-            server: cluster.server(),
+            server: Box::new(cluster.server()),
             after: crate::cli::show_duration(patience),
             reason,
         }),

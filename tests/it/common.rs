@@ -81,7 +81,9 @@ pub fn plugin_command(kubeconfig: Option<&Path>, args: &[&str]) -> tokio::proces
 /// A hint the plugin printed, run as a user pastes it into a shell: `kubectl capi …` finds
 /// this build of the plugin on PATH, with the same isolation as [`plugin_command`].
 pub fn pasted_command(kubeconfig: Option<&Path>, hint: &str) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new("sh");
+    // bash, as users paste into (and zsh reads the same): hints that reach a workload cluster
+    // read its kubeconfig with `<(…)`, which a POSIX sh lacks.
+    let mut command = tokio::process::Command::new("bash");
     command.args(["-c", hint]);
     isolated(&mut command, kubeconfig);
     let bin_dir = Path::new(PLUGIN).parent().unwrap();

@@ -98,7 +98,25 @@ async fn a_move_into_the_workload_cluster_itself_goes_through_its_secret_and_wri
     }
     assert!(!out.stdout.contains(CANARY) && !out.stderr.contains(CANARY));
 
-    // Run again: the Cluster and its Secret are in the target now; the finished move says so.
+    // Run again: the Cluster and its Secret are in the target now, reached through the copy
+    // the source keeps; the finished move says so.
+    let again = pair.plugin(&["move", "w1", "--to-cluster", "w1"]).await;
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("nothing left to move"),
+        "{}",
+        again.stderr
+    );
+    // Without that copy, the local record alone says it — for the Cluster it moved only.
+    capi_sandbox::api::delete(
+        &pair.env.source.server.client(),
+        "v1",
+        "Secret",
+        "default",
+        "kubectl-capi-move-kubeconfig-w1",
+    )
+    .await
+    .unwrap();
     let again = pair.plugin(&["move", "w1", "--to-cluster", "w1"]).await;
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(
@@ -108,6 +126,15 @@ async fn a_move_into_the_workload_cluster_itself_goes_through_its_secret_and_wri
             && again.stderr.contains("nothing left to move"),
         "{}",
         again.stderr
+    );
+    let other = pair.plugin(&["move", "w9", "--to-cluster", "w1"]).await;
+    assert_eq!(other.code, 2, "{}", other.stderr);
+    assert!(
+        other
+            .stderr
+            .contains("pass the workload cluster's kubeconfig with --to-kubeconfig instead"),
+        "{}",
+        other.stderr
     );
 }
 
@@ -239,7 +266,10 @@ async fn a_pivot_killed_after_its_secret_left_the_source_resumes_through_the_kub
         "moved: {}",
         out.stderr
     );
-    assert!(!kept(), "the kept kubeconfig goes with the finished move");
+    assert!(
+        kept(),
+        "w1-kubeconfig went into w1 itself, so the source keeps the only way there"
+    );
     let temp = std::env::temp_dir();
     for dir in [
         pair.dir.path().to_path_buf(),
@@ -462,4 +492,133 @@ async fn a_secret_kubeconfig_that_would_run_or_read_anything_is_refused_before_a
     // Let the writer thread go.
     drop(std::fs::File::open(&fifo));
     writer.join().unwrap();
+}
+
+/// After a pivot of w1 into itself its kubeconfig Secret is in w1: the source keeps a copy, so a
+/// rerun says it is done (exit 0), another Cluster moves into w1 like any other, and the commands
+/// printed after the pivot work when pasted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_pivot_another_cluster_moves_into_it_and_the_printed_commands_work() {
+    let mut options = Options::new(Dialect::V1beta2, Delays::millis(20));
+    options.self_hosted = Some("w1".into());
+    let pair = Pair::start_with(options, &[workload("w1", 1, 1), workload("w2", 1, 0)]).await;
+    // Frozen, so that the move prints how to release the freeze that travels into w1.
+    let paused = pair.plugin(&["pause", "w1"]).await;
+    assert_eq!(paused.code, 0, "{}", paused.stderr);
+    let pivot = pair.plugin(&["move", "w1", "--to-cluster", "w1"]).await;
+    assert_eq!(pivot.code, 0, "{}", pivot.stderr);
+    assert!(
+        pivot
+            .stderr
+            .contains("the source keeps a copy as Secret default/kubectl-capi-move-kubeconfig-w1"),
+        "{}",
+        pivot.stderr
+    );
+    let release = pivot
+        .stderr
+        .split("release them with `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("a release hint in {}", pivot.stderr));
+    assert!(
+        release.contains("kubectl-capi-move-kubeconfig-w1"),
+        "the hint reads the kubeconfig where it is after the pivot: {release}"
+    );
+
+    let again = pair.plugin(&["move", "w1", "--to-cluster", "w1"]).await;
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("nothing left to move"),
+        "{}",
+        again.stderr
+    );
+
+    let ready = pair.plugin(&["ready", "w2", "--to-cluster", "w1"]).await;
+    assert_eq!(ready.code, 0, "{}", ready.stderr);
+    assert!(
+        ready.stdout.contains("Cluster default/w2: ready to move"),
+        "{}",
+        ready.stdout
+    );
+    let w2 = pair.plugin(&["move", "w2", "--to-cluster", "w1"]).await;
+    assert_eq!(w2.code, 0, "{}", w2.stderr);
+    let target = &pair.env.target.server;
+    for name in ["w1", "w2"] {
+        assert!(
+            target
+                .object("cluster.x-k8s.io", "clusters", "default", name)
+                .is_some(),
+            "{name} is in w1"
+        );
+    }
+
+    let pasted = pair.paste(release).await;
+    assert_eq!(pasted.code, 0, "{release}: {}", pasted.stderr);
+    let frozen = target
+        .dump()
+        .into_iter()
+        .filter(|o| o["kind"] == "KubeadmControlPlane")
+        .filter(|o| !o["metadata"]["annotations"]["cluster.x-k8s.io/paused"].is_null())
+        .count();
+    assert_eq!(frozen, 0, "the pasted resume released the freeze in w1");
+    assert_eq!(
+        files_holding(pair.dir.path(), CANARY),
+        Vec::<PathBuf>::new(),
+        "no file holds the kubeconfig"
+    );
+}
+
+/// Every error about a kubeconfig read from the workload cluster's Secret names the end it was
+/// to reach, the Secret, and the server it names — for `move` and `ready` alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_about_a_secrets_kubeconfig_name_the_end_the_secret_and_the_server() {
+    let pair = self_hosted().await;
+    let source = pair.env.source.server.client();
+    let kubeconfig = |cluster: &str, current: bool| {
+        format!(
+            "apiVersion: v1\nkind: Config\n{}clusters:\n{cluster}users:\n- name: w1\n  user: {{}}\ncontexts:\n- name: w1\n  context: {{cluster: w1, user: w1}}\n",
+            if current { "current-context: w1\n" } else { "" }
+        )
+    };
+    let dead = "- name: w1\n  cluster: {server: 'https://127.0.0.1:1'}\n";
+    for (value, server) in [
+        (kubeconfig(dead, true), "https://127.0.0.1:1"),
+        (kubeconfig(dead, false), "https://127.0.0.1:1"),
+        (
+            kubeconfig("- name: w1\n  cluster: {server: 'ftp://x'}\n", true),
+            "ftp://x",
+        ),
+        (kubeconfig(" []\n", true), "it names no server"),
+        ("contexts: [not, a kubeconfig".to_string(), "does not parse"),
+    ] {
+        capi_sandbox::api::merge_patch(
+            &source,
+            "v1",
+            "Secret",
+            "default",
+            "w1-kubeconfig",
+            &json!({"stringData": {"value": value}}),
+        )
+        .await
+        .unwrap();
+        for verb in ["move", "ready"] {
+            let out = pair
+                .plugin(&[verb, "w1", "--to-cluster", "w1", "--request-timeout", "2s"])
+                .await;
+            assert_eq!(out.code, 2, "{verb}: {}", out.stderr);
+            assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+            for says in [
+                "target",
+                "Secret default/w1-kubeconfig of the source",
+                server,
+            ] {
+                assert!(
+                    out.stderr.contains(says),
+                    "{verb}: {says} in {}",
+                    out.stderr
+                );
+            }
+        }
+    }
+    assert_eq!(plugin_writes(&pair), 0);
 }

@@ -1,8 +1,9 @@
 //! A `--to-cluster` move's way back to its target: while the move runs, the workload cluster's
 //! kubeconfig is kept in a Secret of the source beside the journal's copy, so that a resume or a
 //! rollback reaches the target after the move deleted the Cluster's own `NAME-kubeconfig` from
-//! the source (the kubeconfig the Secret held is still there for as long as the move needs it;
-//! it is removed with the journal's copy when the move is done or rolled back). Never on disk.
+//! the source. When the move ends it is removed — unless that Secret left the source (a pivot of
+//! the Cluster into itself): then the kept one is the only way there, for later moves into it
+//! (`--to-cluster NAME`) and for the commands the move printed. Never on disk.
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -21,8 +22,32 @@ pub struct Kept {
 }
 
 impl Kept {
-    fn name(&self) -> String {
+    pub fn name(&self) -> String {
         format!("kubectl-capi-move-kubeconfig-{}", self.cluster)
+    }
+
+    /// The Cluster's own kubeconfig Secret, as Cluster API names it.
+    pub fn own_secret(&self) -> String {
+        format!("{}-kubeconfig", self.cluster)
+    }
+
+    /// The move is over: the kept kubeconfig goes, unless the Cluster's own Secret left the
+    /// source with it (then it is the only way into the Cluster from here).
+    pub async fn release(&self, source: &Cluster) -> Result<()> {
+        let own = self
+            .api(source)
+            .get_opt(&self.own_secret())
+            .await
+            .map_err(|e| {
+                source.api_error(
+                    e,
+                    &format!("reading Secret {}/{}", self.namespace, self.own_secret()),
+                )
+            })?;
+        if own.is_some() {
+            self.remove(source).await?;
+        }
+        Ok(())
     }
 
     fn api(&self, source: &Cluster) -> Api<Secret> {

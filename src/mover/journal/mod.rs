@@ -514,7 +514,7 @@ impl JournalFile {
                 copy::remove(&copy.cluster, &copy.namespace, &copy.key).await?;
                 copy.written = Some(Vec::new());
                 if let Some(kept) = &copy.kept {
-                    kept.remove(&copy.cluster).await?;
+                    kept.release(&copy.cluster).await?;
                 }
             }
             return Ok(());
