@@ -256,6 +256,7 @@ pub async fn run_on(
     let fetch = Fetch {
         scope: scope.clone(),
         kinds: crate::model::kinds::read_by_freeze(catalog),
+        also: Vec::new(),
         cluster_selector: settings.scope.selector.clone(),
         page_size: PAGE_SIZE,
     };

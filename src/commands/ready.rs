@@ -38,6 +38,9 @@ pub fn selection(
         fetch: Fetch {
             scope,
             kinds: crate::model::kinds::read_by_ready(catalog),
+            // What the move reads besides: an owner reference to a Secret that is gone refuses
+            // the move, so it fails `ready` too.
+            also: crate::kube::catalog::core_kinds(),
             cluster_selector: settings.scope.selector.clone(),
             page_size: PAGE_SIZE,
         },

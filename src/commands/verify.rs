@@ -61,6 +61,7 @@ async fn source_snapshot(source: &Connected, moved: &[MovedCluster]) -> Result<S
     let fetch = Fetch {
         scope: scope_over(moved.iter().flat_map(MovedCluster::namespaces)),
         kinds: kinds.into_iter().collect(),
+        also: Vec::new(),
         cluster_selector: None,
         page_size: PAGE_SIZE,
     };
@@ -84,6 +85,7 @@ pub async fn verify(
     let fetch = Fetch {
         scope,
         kinds: crate::model::kinds::read_by_ready(catalog),
+        also: Vec::new(),
         cluster_selector: None,
         page_size: PAGE_SIZE,
     };

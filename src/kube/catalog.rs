@@ -28,6 +28,25 @@ pub fn provider_resource() -> kube::api::ApiResource {
 
 pub use crate::names::CONTRACT_LABEL_PREFIX;
 
+/// The core kinds a move carries besides Cluster API's — Secrets and ConfigMaps — as served
+/// everywhere (`v1`, namespaced).
+pub fn core_kinds() -> Vec<KindInfo> {
+    [("Secret", "secrets"), ("ConfigMap", "configmaps")]
+        .into_iter()
+        .map(|(kind, plural)| KindInfo {
+            resource: ApiResource::from_gvk_with_plural(
+                &kube::api::GroupVersionKind::gvk("", "v1", kind),
+                plural,
+            ),
+            namespaced: true,
+            status_subresource: false,
+            served_versions: vec!["v1".into()],
+            storage_version: Some("v1".into()),
+            labels: BTreeMap::new(),
+        })
+        .collect()
+}
+
 /// One served kind.
 #[derive(Debug, Clone)]
 pub struct KindInfo {

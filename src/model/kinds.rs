@@ -91,8 +91,9 @@ pub fn paused_as_a_move_pauses(
     }
 }
 
-/// The kinds the evaluation reads: the core kinds, and every non-template kind of the control
-/// plane, infrastructure and bootstrap providers. One LIST each, whatever the cluster count.
+/// The kinds the evaluation reads: the core kinds, every kind of the control plane,
+/// infrastructure and bootstrap providers, and every other kind a move reads. One LIST each,
+/// whatever the cluster count.
 pub fn read_by_ready(catalog: &Catalog) -> Vec<(String, String)> {
     let core = [
         crate::names::CLUSTER,
@@ -112,11 +113,23 @@ pub fn read_by_ready(catalog: &Catalog) -> Vec<(String, String)> {
             group,
             CONTROL_PLANE_GROUP | INFRASTRUCTURE_GROUP | BOOTSTRAP_GROUP
         );
-        if provider && !info.resource.kind.ends_with("Template") {
-            kinds.push((group.to_string(), info.resource.kind.clone()));
+        // And every other kind a move reads (templates, ClusterResourceSets, identities): an
+        // owner reference that is dangling among them refuses the move, so it fails ready too.
+        let key = (group.to_string(), info.resource.kind.clone());
+        if (provider || moved_by_clusterctl(info)) && !kinds.contains(&key) {
+            kinds.push(key);
         }
     }
     kinds
+}
+
+/// Whether a move reads this kind: its CRD carries clusterctl's label (when the CRDs could be
+/// read; else every Cluster API kind but clusterctl's own inventory).
+fn moved_by_clusterctl(info: &crate::kube::KindInfo) -> bool {
+    if info.labels.is_empty() {
+        return info.resource.group != crate::names::CLUSTERCTL_GROUP;
+    }
+    info.labels.contains_key(crate::names::CLUSTERCTL_LABEL)
 }
 
 /// The kinds a freeze reads: Clusters, the core scalers, health checks, every control plane

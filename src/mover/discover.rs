@@ -66,7 +66,7 @@ pub async fn move_types(cluster: &Cluster, catalog: &Catalog) -> Result<Vec<Move
     }
     for (kind, resource) in core_resources() {
         types.push(MoveType {
-            info: TypeInfo::core(kind),
+            info: TypeInfo::core(&kind),
             resource,
             status: false,
         });
@@ -76,11 +76,11 @@ pub async fn move_types(cluster: &Cluster, catalog: &Catalog) -> Result<Vec<Move
 }
 
 /// The core kinds a move considers besides the CRDs' (Secrets and ConfigMaps), by kind.
-fn core_resources() -> [(&'static str, ApiResource); 2] {
-    [("Secret", "secrets"), ("ConfigMap", "configmaps")].map(|(kind, plural)| {
-        let gvk = GroupVersionKind::gvk("", "v1", kind);
-        (kind, ApiResource::from_gvk_with_plural(&gvk, plural))
-    })
+fn core_resources() -> Vec<(String, ApiResource)> {
+    crate::kube::catalog::core_kinds()
+        .into_iter()
+        .map(|info| (info.resource.kind.clone(), info.resource))
+        .collect()
 }
 
 /// The move cannot know its kinds without the CRDs; so that the user hears of every missing read
@@ -95,7 +95,7 @@ async fn every_forbidden_read(cluster: &Cluster, catalog: &Catalog, crds_denied:
             message: crds_denied,
         }),
     );
-    let core = core_resources().map(|(_, resource)| resource);
+    let core = core_resources().into_iter().map(|(_, resource)| resource);
     let resources = catalog.kinds().map(|k| k.resource.clone()).chain(core);
     for resource in resources {
         let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);

@@ -91,7 +91,31 @@ impl<'a> ClusterScope<'a> {
                 }
             }
         }
-        out
+        // And whatever they own, as the move's graph finds it (a Secret without the cluster-name
+        // label is moved with the Cluster that owns it, so its owners are checked too).
+        let mut uids: std::collections::HashSet<String> =
+            out.iter().filter_map(|o| o.metadata.uid.clone()).collect();
+        loop {
+            let owned: Vec<&'a DynamicObject> = self
+                .snapshot
+                .all()
+                .map(|o| o.as_ref())
+                .filter(|o| o.metadata.namespace.as_deref() == Some(self.namespace))
+                .filter(|o| o.metadata.uid.as_ref().is_some_and(|u| !uids.contains(u)))
+                .filter(|o| {
+                    o.metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|r| uids.contains(&r.uid))
+                })
+                .collect();
+            if owned.is_empty() {
+                return out;
+            }
+            uids.extend(owned.iter().filter_map(|o| o.metadata.uid.clone()));
+            out.extend(owned);
+        }
     }
 }
 

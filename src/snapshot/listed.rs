@@ -42,6 +42,12 @@ impl Keep {
 /// Trims an object read whole (a watch's) to what [`Keep::EVALUATE`] keeps of a listed one.
 pub fn for_evaluation(object: &mut DynamicObject) {
     object.metadata.managed_fields = None;
+    // A Secret's or ConfigMap's contents are no evaluation's business: never held.
+    if object.types.as_ref().is_some_and(|t| t.api_version == "v1") {
+        for contents in ["data", "stringData", "binaryData"] {
+            object.data.as_object_mut().map(|o| o.remove(contents));
+        }
+    }
     if let Some(status) = object.data.get_mut("status").and_then(Value::as_object_mut) {
         status.remove("deprecated");
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 
 use crate::error::{Denials, Result};
-use crate::kube::{Catalog, Cluster};
+use crate::kube::{Catalog, Cluster, KindInfo};
 use crate::model::cluster_name_of;
 pub use listed::{Keep, Listed, Status, for_evaluation};
 
@@ -46,10 +46,30 @@ impl std::fmt::Display for ListScope {
 #[derive(Debug, Clone)]
 pub struct Fetch {
     pub scope: ListScope,
+    /// Kinds the catalog serves (others are skipped).
     pub kinds: Vec<KindKey>,
+    /// Kinds outside Cluster API's groups, read for what they say of ownership only (Secrets,
+    /// ConfigMaps): their contents are never kept.
+    pub also: Vec<KindInfo>,
     /// Label selector on Clusters only (`-l`).
     pub cluster_selector: Option<String>,
     pub page_size: u32,
+}
+
+impl Fetch {
+    /// Every kind to read, with how it is served: the catalog's, then [`Fetch::also`].
+    pub fn resolved<'a>(&'a self, catalog: &'a Catalog) -> Vec<(KindKey, &'a KindInfo)> {
+        self.kinds
+            .iter()
+            .filter_map(|key| Some((key.clone(), catalog.kind(&key.0, &key.1)?)))
+            .chain(self.also.iter().map(|info| {
+                (
+                    (info.resource.group.clone(), info.resource.kind.clone()),
+                    info,
+                )
+            }))
+            .collect()
+    }
 }
 
 /// The API handle listing a kind in a scope.
@@ -215,6 +235,7 @@ impl Snapshot {
             &Fetch {
                 scope: scope.clone(),
                 kinds: kinds.to_vec(),
+                also: Vec::new(),
                 cluster_selector: None,
                 page_size: PAGE_SIZE,
             },
@@ -229,20 +250,18 @@ impl Snapshot {
     ) -> Result<Snapshot> {
         let mut snapshot = Snapshot::default();
         let mut denials = Denials::default();
-        for (group, kind) in &fetch.kinds {
-            let Some(info) = catalog.kind(group, kind) else {
-                continue;
-            };
+        for ((group, kind), info) in fetch.resolved(catalog) {
             let api = list_api(cluster, info, &fetch.scope);
             let mut params = ListParams::default().limit(fetch.page_size);
-            if crate::names::is_core_cluster(group, kind)
+            if crate::names::is_core_cluster(&group, &kind)
                 && let Some(selector) = &fetch.cluster_selector
             {
                 params = params.labels(selector);
             }
             let listed = list_all(cluster, &api, &info.resource, params).await;
             let objects = denials.note(&qualified(&info.resource), listed)?;
-            for object in objects {
+            for mut object in objects {
+                listed::for_evaluation(&mut object);
                 snapshot.insert((group.clone(), kind.clone()), object);
             }
         }
@@ -286,6 +305,11 @@ impl Snapshot {
             o.metadata.namespace.as_deref() == Some(namespace)
                 && cluster_name_of(o).as_deref() == Some(cluster)
         })
+    }
+
+    /// Every object, whatever its kind.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<DynamicObject>> {
+        self.objects.values().flatten()
     }
 
     pub fn by_uid(&self, uid: &str) -> Option<&Arc<DynamicObject>> {

@@ -37,10 +37,7 @@ pub async fn until<T>(
     let patience = cluster.request_timeout;
     let mut stores: Vec<(KindKey, Store<DynamicObject>)> = Vec::new();
     let mut tasks = Vec::new();
-    for key in &fetch.kinds {
-        let Some(info) = catalog.kind(&key.0, &key.1) else {
-            continue;
-        };
+    for (key, info) in fetch.resolved(catalog) {
         let api = list_api(cluster, info, &fetch.scope);
         let mut config = watcher::Config::default();
         if crate::names::is_core_cluster(&key.0, &key.1)
@@ -57,8 +54,8 @@ pub async fn until<T>(
             e.modify(|o| {
                 // Stores hold what every evaluation reads, as a LIST for evaluation does:
                 // a real server's managedFields would weigh more than the rest.
-                super::for_evaluation(o);
                 set_types(o, &resource);
+                super::for_evaluation(o);
             })
         });
         let stream = reflector::reflector(writer, events);

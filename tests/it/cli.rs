@@ -435,7 +435,7 @@ async fn every_missing_read_permission_is_named_at_once() {
     let ready = sandbox.plugin(&["ready", "-A", "--as", "nobody"]).await;
     assert_one_line_refusal(
         &ready,
-        "error: the API server forbids listing 12 resources this command reads: clusters.cluster.x-k8s.io, clusterclasses.cluster.x-k8s.io, machines.cluster.x-k8s.io,",
+        "error: the API server forbids listing 25 resources this command reads: clusters.cluster.x-k8s.io, clusterclasses.cluster.x-k8s.io, machines.cluster.x-k8s.io,",
     );
     // The move must read the CRDs to know its kinds; it still names every other read it lacks.
     let plan = sandbox

@@ -1,5 +1,6 @@
 //! kubectl-capi's integration tests: the real binary and the library against the sandbox.
 
+mod agreement;
 mod catalog;
 mod cli;
 mod common;

@@ -504,9 +504,16 @@ async fn request_count_does_not_grow_with_clusters_or_machines() {
         counts.push(requests.len());
     }
     assert_eq!(counts[0], counts[1], "2×3 and 100×20 cost the same");
+    // One LIST per kind a move reads: each Cluster API kind served, Secrets and ConfigMaps.
+    let served = small
+        .server
+        .dump()
+        .iter()
+        .filter(|o| o["kind"] == "CustomResourceDefinition")
+        .count();
     assert!(
-        counts[0] <= 12,
-        "no more than the kinds read: {}",
+        counts[0] <= served + 2,
+        "no more than the kinds read: {} of {served} + 2",
         counts[0]
     );
 }

@@ -36,6 +36,7 @@ async fn lists_are_paginated_and_indexed() {
     let fetch = Fetch {
         scope: ListScope::Namespace("default".into()),
         kinds: kinds.to_vec(),
+        also: Vec::new(),
         cluster_selector: None,
         page_size: PAGE,
     };
