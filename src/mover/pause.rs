@@ -105,6 +105,22 @@ pub(super) async fn read_when_unblocked(
     loop {
         let (objects, mut managed_fields) =
             list_objects_keeping(source, types, scope, &keep).await?;
+        let namespace = match scope {
+            ListScope::Namespace(ns) => Some(ns.as_str()),
+            ListScope::AllNamespaces => None,
+        };
+        let appeared = plan.appeared(&objects, namespace);
+        if !appeared.is_empty() {
+            return Err(Error::Refused(vec![format!(
+                "{} appeared in the source after the move was planned (a controller's last write before it saw the pause), so the plan would leave {} behind; nothing was created — run the move again to plan it anew",
+                appeared
+                    .iter()
+                    .map(ObjectRef::kubectl_name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if appeared.len() == 1 { "it" } else { "them" }
+            )]));
+        }
         let fresh: HashMap<String, Arc<DynamicObject>> = objects
             .into_iter()
             .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))

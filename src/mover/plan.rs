@@ -324,6 +324,31 @@ impl MovePlan {
         &self.graph.nodes[uid]
     }
 
+    /// What the same move, planned again over `objects` (read once the source is paused),
+    /// would hold that this plan does not: objects a controller wrote after the plan, before it
+    /// saw the pause. A move that went on without them would leave them behind.
+    pub fn appeared(
+        &self,
+        objects: &super::graph::TypedObjects,
+        namespace: Option<&str>,
+    ) -> Vec<ObjectRef> {
+        let selected: BTreeSet<String> = self
+            .scheduled
+            .iter()
+            .filter(|uid| self.node(uid).reference.is_core_cluster())
+            .cloned()
+            .collect();
+        let again = plan(Graph::build(objects, namespace), &selected);
+        let mut appeared: Vec<ObjectRef> = again
+            .scheduled
+            .iter()
+            .filter(|uid| !self.scheduled.contains(*uid))
+            .map(|uid| again.node(uid).reference.clone())
+            .collect();
+        appeared.sort_by_key(ObjectRef::kubectl_name);
+        appeared
+    }
+
     /// The Clusters and ClusterClasses a move pauses, in group order: every one planned, unless
     /// it was paused before (as read for the plan) — that one ends paused, as it began.
     pub fn to_pause(&self) -> Vec<ObjectRef> {

@@ -130,3 +130,81 @@ async fn a_killed_move_releases_the_shared_class_on_rollback_and_on_resume() {
         }
     }
 }
+
+/// A Machine a controller creates after the plan, before it sees the pause: the move's read
+/// once paused finds it, so the move releases its pause and refuses, naming it, before anything
+/// is created in the target — never moving the Cluster without it. Run again, it is planned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_created_after_the_plan_is_never_left_behind() {
+    use capi_sandbox::{FaultAction, FaultRule};
+
+    let w = World::start(&Fixture::workload(&["m1"])).await;
+    // The Cluster's pause is applied and its answer held back while the Machine appears.
+    w.source.inject(
+        FaultRule::new(FaultAction::ApplyThenStall(
+            std::time::Duration::from_millis(500),
+        ))
+        .verbs(&["patch"])
+        .resource("clusters")
+        .dry_run(false)
+        .agent("kubectl-capi/")
+        .times(1),
+    );
+    let args = crate::move_scenarios::MOVE_NS1;
+    let child = w.command(&args).output();
+    let meanwhile = async {
+        crate::common::wait_until("the move's pause to be held", || {
+            w.source.answers_held() > 0
+        })
+        .await;
+        let set = w
+            .source
+            .object("cluster.x-k8s.io", "machinesets", "ns1", "md1-a")
+            .unwrap();
+        capi_sandbox::api::create(&w.source.client(), &json!({
+            "apiVersion": CORE, "kind": "Machine",
+            "metadata": {"name": "m3", "namespace": "ns1",
+                "labels": {"cluster.x-k8s.io/cluster-name": "foo"},
+                "ownerReferences": [{"apiVersion": CORE, "kind": "MachineSet", "name": "md1-a",
+                    "uid": set["metadata"]["uid"], "controller": true}]},
+            "spec": {"clusterName": "foo", "bootstrap": {"dataSecretName": "m3"},
+                "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachine", "name": "m3"}}}))
+        .await
+        .unwrap();
+    };
+    let (output, ()) = tokio::join!(child, meanwhile);
+    let output = output.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "machine.cluster.x-k8s.io/m3 appeared in the source after the move was planned"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        w.target.writes().iter().all(|r| r.resource == "namespaces"),
+        "nothing but the namespace was created in the target"
+    );
+    let cluster = w
+        .source
+        .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
+        .unwrap();
+    assert!(
+        cluster["spec"]["paused"].is_null(),
+        "pause released: {cluster}"
+    );
+    assert!(stderr.contains("were unpaused again"), "{stderr}");
+
+    // Planned anew, m3 is the move's own: it holds the move until it has its node, as any
+    // Machine still provisioning does.
+    let again = w.plugin(&args).await;
+    assert_eq!(again.code, 1, "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains("ns1/m3 is still provisioning the node"),
+        "{}",
+        again.stderr
+    );
+}
