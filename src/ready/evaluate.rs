@@ -521,11 +521,25 @@ fn remediation(
             .iter()
             .filter(|m| m.condition("OwnerRemediated").is_some_and(|c| !c.is_true()))
             .collect();
-        if mhc.unhealthy() > 0 || !marked.is_empty() {
+        if mhc.paused_annotation {
+            // Frozen: it cannot remediate, and its status is as old as the freeze — what the
+            // Machines say is told, and no freeze is suggested.
+            if !marked.is_empty() {
+                checks.push(
+                    CheckId::Remediation,
+                    CheckStatus::Warn,
+                    &mhc.reference,
+                    format!(
+                        "{} is frozen with {} Machine(s) marked unhealthy; it remediates them once released with `kubectl capi resume`, wherever it then lives",
+                        mhc.reference.kind_and_place(),
+                        marked.len()
+                    ),
+                );
+            }
+        } else if mhc.unhealthy() > 0 || !marked.is_empty() {
             checks.push(
                 CheckId::Remediation,
-                // A frozen health check cannot remediate; it only warns.
-                CheckStatus::fail_or_warn(!mhc.paused_annotation),
+                CheckStatus::Fail,
                 &mhc.reference,
                 format!(
                     "{} holds {} Machine(s) unhealthy and remediation may delete and recreate Machines; wait for it to finish or freeze it with {}",
@@ -1129,7 +1143,16 @@ mod tests {
         f.edit("MachineHealthCheck", "mhc", |m| {
             m["metadata"]["annotations"] = json!({"cluster.x-k8s.io/paused": ""})
         });
-        assert!(f.report(false).ready, "a frozen health check only warns");
+        let frozen = f.report(false);
+        assert!(frozen.ready, "a frozen health check does not block");
+        assert!(
+            frozen
+                .checks
+                .iter()
+                .all(|c| !c.message.contains("freeze it")),
+            "nothing tells the user to freeze what is frozen: {:?}",
+            frozen.checks
+        );
     }
 
     #[test]
