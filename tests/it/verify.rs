@@ -368,3 +368,57 @@ async fn an_interrupted_verification_says_how_to_verify_later_and_that_works_whe
         pasted.stdout
     );
 }
+
+/// A freeze travels with the move, and frozen controllers write no status: `move --verify`
+/// checks at once what a frozen target can show (every moved Machine there with its
+/// providerID, none created, none deleted) and lists what waits for `resume` with the commands
+/// that release it and verify again — which work when pasted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_target_is_verified_at_once_as_far_as_it_can_show() {
+    let pair = Pair::start(Dialect::V1beta2, &[workload("cold", 1, 1)]).await;
+    let paused = pair.plugin(&["pause", "cold"]).await;
+    assert_eq!(paused.code, 0, "{}", paused.stderr);
+    let started = std::time::Instant::now();
+    let out = pair
+        .move_(&["cold", "--verify", "--verify-timeout", "5m"])
+        .await;
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(120),
+        "it does not sit out its timeout"
+    );
+    assert!(
+        out.stdout
+            .contains("cluster.cluster.x-k8s.io/cold adopted while frozen"),
+        "{}",
+        out.stdout
+    );
+    let waiting = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("  after resume:") && l.contains("frozen by `kubectl capi pause`"))
+        .unwrap_or_else(|| panic!("the frozen checks listed: {}", out.stdout));
+    let commands: Vec<&str> = waiting.split('`').skip(1).step_by(2).collect();
+    let [_, resume, verify] = commands[..] else {
+        panic!("a resume and a verify in {waiting}");
+    };
+    assert!(
+        resume.starts_with("kubectl capi resume cold")
+            && verify.starts_with("kubectl capi verify cold")
+    );
+    let resumed = pair.paste(resume).await;
+    assert_eq!(resumed.code, 0, "{resume}: {}", resumed.stderr);
+    let verified = pair.paste(verify).await;
+    assert_eq!(
+        verified.code, 0,
+        "{verify}: {}\n{}",
+        verified.stdout, verified.stderr
+    );
+    assert!(
+        verified
+            .stdout
+            .contains("cluster.cluster.x-k8s.io/cold verified"),
+        "{}",
+        verified.stdout
+    );
+}
