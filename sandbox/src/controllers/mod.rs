@@ -12,6 +12,7 @@ pub mod holds;
 mod machine;
 mod pause;
 pub mod shape;
+pub mod topology;
 mod workers;
 pub mod world;
 
@@ -238,6 +239,7 @@ pub fn reconcile_all(
     };
     for object in world.all("Cluster") {
         cluster::reconcile_cluster(&mut ctx, object);
+        topology::reconcile(&mut ctx, object);
     }
     for object in world.all("DockerCluster") {
         cluster::reconcile_docker_cluster(&mut ctx, object);

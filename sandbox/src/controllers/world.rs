@@ -26,6 +26,7 @@ const fn kind(kind: &'static str, group: &'static str, plural: &'static str) -> 
 
 pub const KINDS: &[KindDef] = &[
     kind("Cluster", "cluster.x-k8s.io", "clusters"),
+    kind("ClusterClass", "cluster.x-k8s.io", "clusterclasses"),
     kind("Machine", "cluster.x-k8s.io", "machines"),
     kind("MachineSet", "cluster.x-k8s.io", "machinesets"),
     kind(

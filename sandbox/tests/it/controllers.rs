@@ -839,3 +839,87 @@ async fn a_self_hosted_workload_clusters_kubeconfig_reaches_the_target() {
         "the Secret's kubeconfig reaches the target server"
     );
 }
+
+/// A ClusterClass Cluster: the topology owns the replicas of its control plane and of its
+/// MachineDeployment — a direct patch is set back, a topology change flows down — and nothing
+/// flows while its ClusterClass carries the paused annotation (as Cluster API v1.14 does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_topology_owns_the_replicas_unless_its_class_is_paused() {
+    let m = Mgmt::start(Dialect::V1beta2, Cloud::new());
+    m.create(&workload(1, 1)).await;
+    create(
+        &m.server,
+        json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "ClusterClass",
+        "metadata": {"name": "class1", "namespace": "default"}, "spec": {}}),
+    )
+    .await;
+    m.settle().await;
+    m.patch(
+        CORE,
+        "machinedeployments",
+        "default",
+        "w1-md-0",
+        json!({
+        "metadata": {"labels": {"topology.cluster.x-k8s.io/deployment-name": "md-0"}}}),
+    )
+    .await;
+    m.patch(CORE, "clusters", "default", "w1", json!({"spec": {"topology": {
+        "classRef": {"name": "class1"},
+        "controlPlane": {"replicas": 1},
+        "workers": {"machineDeployments": [{"name": "md-0", "class": "default-worker", "replicas": 1}]}}}})).await;
+    m.settle().await;
+    let replicas = |plural: &str, group: &str, name: &str| {
+        m.get(group, plural, "default", name)["spec"]["replicas"].as_i64()
+    };
+    // A direct patch is set back.
+    m.patch(
+        CP,
+        "kubeadmcontrolplanes",
+        "default",
+        "w1-control-plane",
+        json!({"spec": {"replicas": 3}}),
+    )
+    .await;
+    m.patch(
+        CORE,
+        "machinedeployments",
+        "default",
+        "w1-md-0",
+        json!({"spec": {"replicas": 4}}),
+    )
+    .await;
+    m.settle().await;
+    assert_eq!(
+        replicas("kubeadmcontrolplanes", CP, "w1-control-plane"),
+        Some(1)
+    );
+    assert_eq!(replicas("machinedeployments", CORE, "w1-md-0"), Some(1));
+    // The topology flows down.
+    m.patch(CORE, "clusters", "default", "w1", json!({"spec": {"topology": {
+        "workers": {"machineDeployments": [{"name": "md-0", "class": "default-worker", "replicas": 2}]}}}})).await;
+    m.settle().await;
+    assert_eq!(replicas("machinedeployments", CORE, "w1-md-0"), Some(2));
+    // Not while the class is paused.
+    m.patch(
+        CORE,
+        "clusterclasses",
+        "default",
+        "class1",
+        annotate_paused(true),
+    )
+    .await;
+    m.patch(CORE, "clusters", "default", "w1", json!({"spec": {"topology": {
+        "workers": {"machineDeployments": [{"name": "md-0", "class": "default-worker", "replicas": 3}]}}}})).await;
+    m.settle().await;
+    assert_eq!(replicas("machinedeployments", CORE, "w1-md-0"), Some(2));
+    m.patch(
+        CORE,
+        "clusterclasses",
+        "default",
+        "class1",
+        annotate_paused(false),
+    )
+    .await;
+    m.settle().await;
+    assert_eq!(replicas("machinedeployments", CORE, "w1-md-0"), Some(3));
+}
