@@ -53,6 +53,8 @@ impl DemoReport {
 const CLUSTER: &str = "demo-1";
 /// Moved by the one command at the end.
 const SECOND: &str = "demo-2";
+/// The ClusterClass the second cluster is made from: its topology owns its replicas.
+const CLASS: &str = "demo-class";
 /// The cluster of the self-hosted pivot (`--pivot`).
 const PIVOTED: &str = "demo-3";
 
@@ -326,10 +328,18 @@ async fn create_workloads(
         let mut workload = Workload::new("default", name);
         workload.control_plane_replicas = 1;
         workload.workers = 1;
+        if name == SECOND {
+            workload.class = Some(CLASS.into());
+        }
         env.create_workload(&workload).await?;
         writeln!(
             out,
-            "# Creating workload cluster {name} (1 control-plane Machine, 1 worker) in {SOURCE_CONTEXT}"
+            "# Creating workload cluster {name} (1 control-plane Machine, 1 worker{}) in {SOURCE_CONTEXT}",
+            if name == SECOND {
+                format!("; from ClusterClass {CLASS}")
+            } else {
+                String::new()
+            }
         )?;
     }
     for name in [CLUSTER, SECOND] {
@@ -381,22 +391,39 @@ async fn scale_up_control_plane(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     env.source.controllers.holds.hold(None, Step::Node);
-    crate::api::merge_patch(
-        &env.source.server.client(),
-        &format!(
-            "controlplane.cluster.x-k8s.io/{}",
-            if dialect == Dialect::V1beta1 {
-                "v1beta1"
-            } else {
-                "v1beta2"
-            }
-        ),
-        "KubeadmControlPlane",
-        "default",
-        &format!("{cluster}-control-plane"),
-        &json!({"spec": {"replicas": 3}}),
-    )
-    .await?;
+    let version = if dialect == Dialect::V1beta1 {
+        "v1beta1"
+    } else {
+        "v1beta2"
+    };
+    let client = env.source.server.client();
+    let topology = env
+        .source
+        .server
+        .object("cluster.x-k8s.io", "clusters", "default", cluster)
+        .is_some_and(|c| !c["spec"]["topology"].is_null());
+    if topology {
+        // A ClusterClass cluster is scaled through its topology (a direct patch is set back).
+        crate::api::merge_patch(
+            &client,
+            &format!("cluster.x-k8s.io/{version}"),
+            "Cluster",
+            "default",
+            cluster,
+            &json!({"spec": {"topology": {"controlPlane": {"replicas": 3}}}}),
+        )
+        .await?;
+    } else {
+        crate::api::merge_patch(
+            &client,
+            &format!("controlplane.cluster.x-k8s.io/{version}"),
+            "KubeadmControlPlane",
+            "default",
+            &format!("{cluster}-control-plane"),
+            &json!({"spec": {"replicas": 3}}),
+        )
+        .await?;
+    }
     writeln!(
         out,
         "# Scaling the control plane of {cluster} from 1 to 3 Machines"

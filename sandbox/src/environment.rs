@@ -118,6 +118,19 @@ impl Environment {
 
     /// Creates a workload cluster in the source, through the API as `kubectl apply` would.
     pub async fn create_workload(&self, workload: &Workload) -> anyhow::Result<()> {
+        if let Some(class) = workload.cluster_class(self.dialect) {
+            let client = self.source.server.client();
+            let name = class["metadata"]["name"].as_str().unwrap_or_default();
+            let namespace = &workload.namespace;
+            if self
+                .source
+                .server
+                .object("cluster.x-k8s.io", "clusterclasses", namespace, name)
+                .is_none()
+            {
+                crate::api::create(&client, &class).await?;
+            }
+        }
         for object in workload.objects(self.dialect) {
             crate::api::create(&self.source.server.client(), &object).await?;
         }

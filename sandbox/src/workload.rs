@@ -18,6 +18,9 @@ pub struct Workload {
     pub machine_pool: Option<i64>,
     pub health_check: bool,
     pub kubernetes_version: String,
+    /// The ClusterClass it is made from: its topology then owns the control plane's and the
+    /// MachineDeployment's replicas (scale it through `spec.topology`).
+    pub class: Option<String>,
 }
 
 impl Workload {
@@ -31,7 +34,34 @@ impl Workload {
             machine_pool: None,
             health_check: false,
             kubernetes_version: "v1.33.0".to_string(),
+            class: None,
         }
+    }
+
+    /// Its ClusterClass, to create before it (once, whatever uses it).
+    pub fn cluster_class(&self, dialect: Dialect) -> Option<Value> {
+        let shape = Shape { dialect };
+        let class = self.class.as_ref()?;
+        Some(
+            json!({"apiVersion": shape.api_version("cluster.x-k8s.io"), "kind": "ClusterClass",
+            "metadata": {"name": class, "namespace": self.namespace}, "spec": {}}),
+        )
+    }
+
+    /// `spec.topology` of a Cluster made from `class`.
+    fn topology(&self, shape: Shape, class: &str) -> Value {
+        let mut topology = if shape.v2() {
+            json!({"classRef": {"name": class}})
+        } else {
+            json!({"class": class})
+        };
+        topology["version"] = json!(self.kubernetes_version);
+        topology["controlPlane"] = json!({"replicas": self.control_plane_replicas});
+        if self.machine_deployment {
+            topology["workers"] = json!({"machineDeployments": [
+                {"name": "md-0", "class": "default-worker", "replicas": self.workers}]});
+        }
+        topology
     }
 
     pub fn objects(&self, dialect: Dialect) -> Vec<Value> {
@@ -67,12 +97,20 @@ impl Workload {
                 "spec": {"replicas": self.control_plane_replicas, "version": self.kubernetes_version, "machineTemplate": machine_template,
                     "kubeadmConfigSpec": {"clusterConfiguration": {"apiServer": {"certSANs": ["localhost", "127.0.0.1"]}}}}}),
         ];
+        if let Some(class) = &self.class {
+            objects[0]["spec"]["topology"] = self.topology(shape, class);
+        }
         if self.machine_deployment {
             let md = format!("{name}-md-0");
             objects.push(json!({"apiVersion": infra, "kind": "DockerMachineTemplate", "metadata": meta(md.clone()), "spec": {"template": {"spec": {}}}}));
             objects.push(json!({"apiVersion": bootstrap, "kind": "KubeadmConfigTemplate", "metadata": meta(md.clone()),
                 "spec": {"template": {"spec": {"joinConfiguration": {"nodeRegistration": {"kubeletExtraArgs": {}}}}}}}));
-            objects.push(json!({"apiVersion": core, "kind": "MachineDeployment", "metadata": meta(md.clone()),
+            let mut md_meta = meta(md.clone());
+            if self.class.is_some() {
+                md_meta["labels"][crate::controllers::topology::DEPLOYMENT_NAME_LABEL] =
+                    json!("md-0");
+            }
+            objects.push(json!({"apiVersion": core, "kind": "MachineDeployment", "metadata": md_meta,
                 "spec": {"clusterName": name, "replicas": self.workers,
                     "selector": {"matchLabels": {"cluster.x-k8s.io/cluster-name": name}},
                     "template": {"metadata": {"labels": {"cluster.x-k8s.io/cluster-name": name, "nodepool": "md-0"}},

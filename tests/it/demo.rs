@@ -67,7 +67,12 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
     );
     assert_eq!(report.steps[6].code, 0);
 
-    // It ends with the same story as one command, for a second cluster scaling meanwhile.
+    // It ends with the same story as one command, for a second cluster — a ClusterClass
+    // cluster, scaled through its topology — scaling meanwhile.
+    assert!(
+        text.contains("Creating workload cluster demo-2 (1 control-plane Machine, 1 worker; from ClusterClass demo-class)"),
+        "{text}"
+    );
     assert!(
         text.contains("demo-2: 2/3 machines with a node"),
         "the one command meets an in-flight Machine too: {text}"
