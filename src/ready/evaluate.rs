@@ -1131,6 +1131,33 @@ mod tests {
         });
     }
 
+    /// A paused controller writes no status: a frozen control plane's progress is counted from
+    /// its Machines, never from the replicas its status still reports.
+    #[test]
+    fn a_frozen_scaler_is_described_from_its_machines_not_its_stale_status() {
+        let mut f = Fixture::new(true);
+        f.edit("KubeadmControlPlane", "c1-cp", |kcp| {
+            kcp["spec"]["replicas"] = json!(3);
+            kcp["metadata"]["annotations"] = json!({"cluster.x-k8s.io/paused": ""});
+            kcp["status"] = json!({"replicas": 2, "readyReplicas": 1});
+        });
+        let (cp2, cp3) = (
+            f.machine("cp-2", "KubeadmControlPlane", "c1-cp", "kcp-uid", true),
+            f.machine("cp-3", "KubeadmControlPlane", "c1-cp", "kcp-uid", true),
+        );
+        f.objects.extend([cp2, cp3]);
+        let report = f.report(false);
+        assert!(report.ready, "{:?}", report.checks);
+        assert!(
+            report
+                .checks
+                .iter()
+                .all(|c| c.check != CheckId::Scaling && !c.message.contains("2 of 3")),
+            "all 3 Machines are there: no scaling from the stale status: {:?}",
+            report.checks
+        );
+    }
+
     #[test]
     fn remediation_in_progress_blocks() {
         let mut f = Fixture::new(true);
