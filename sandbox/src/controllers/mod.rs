@@ -175,6 +175,22 @@ impl Controllers {
         .map_err(|_| "controllers did not settle in time")
     }
 
+    /// Waits until a whole pass begun after this call has run (whatever it wrote or waits for):
+    /// what the controllers do at once about a change made before the call is done.
+    pub async fn one_pass(&self, timeout: Duration) -> Result<(), &'static str> {
+        let after = self.passes.load(Ordering::SeqCst);
+        self.wake.notify_one();
+        tokio::time::timeout(timeout, async {
+            // A pass begins after the one that began after the call: that one ended.
+            while self.passes.load(Ordering::SeqCst) < after + 2 {
+                self.wake.notify_one();
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .map_err(|_| "no controller pass in time")
+    }
+
     /// Stops the controllers, as a management cluster whose Cluster API controllers are down.
     pub fn stop(&self) {
         self.task.abort();

@@ -185,6 +185,17 @@ pub fn reconcile_set(ctx: &mut Ctx, set: &Value) {
         return;
     }
     let cluster = world.cluster_of(set);
+    // As observed in Cluster API v1.14: a MachineSet stops acting on a pause at once, but reports
+    // `Paused` only at its next resync (up to ~15 s later; here a quarter of a node's delay).
+    let key = Ctx::key(set);
+    if super::pause::is_paused(cluster, set) {
+        let reported = shape.condition_true(&Shape::status_of(set), "Paused") == Some(true);
+        if !reported && !ctx.waited(&key, "paused-report", ctx.config.delays.node / 4) {
+            return;
+        }
+    } else {
+        ctx.reset(&key, "paused-report");
+    }
     if ctx.ensure_paused("MachineSet", set, cluster) {
         return;
     }

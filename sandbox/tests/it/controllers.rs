@@ -923,3 +923,60 @@ async fn the_topology_owns_the_replicas_unless_its_class_is_paused() {
     m.settle().await;
     assert_eq!(replicas("machinedeployments", CORE, "w1-md-0"), Some(3));
 }
+
+/// As Cluster API v1.14 was observed: a MachineSet stops acting on a pause at once, but reports
+/// `Paused` only at its next resync; the control plane reports it at its next reconcile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_set_reports_its_pause_later_but_honours_it_at_once() {
+    let mut config = Config::new(Dialect::V1beta2, Delays::millis(15));
+    config.delays.node = Duration::from_secs(4);
+    let m = Mgmt::start_with(config, Cloud::new());
+    m.create(&workload(1, 1)).await;
+    m.settle().await;
+    let set = machine_sets(&m).remove(0);
+    let set_name = set["metadata"]["name"].as_str().unwrap().to_string();
+    let machines_before = m.machines("default", "w1").len();
+    m.patch(
+        CORE,
+        "machinesets",
+        "default",
+        &set_name,
+        annotate_paused(true),
+    )
+    .await;
+    m.patch(
+        CORE,
+        "machinedeployments",
+        "default",
+        "w1-md-0",
+        annotate_paused(true),
+    )
+    .await;
+    m.patch(
+        CORE,
+        "machinesets",
+        "default",
+        &set_name,
+        json!({"spec": {"replicas": 3}}),
+    )
+    .await;
+    // Passes that act on the patches at once: the set's report comes ~1 s later.
+    for _ in 0..3 {
+        m.controllers.one_pass(SETTLE).await.unwrap();
+    }
+    let set_now = m.get(CORE, "machinesets", "default", &set_name);
+    assert_ne!(
+        m.condition(&set_now, "Paused").as_deref(),
+        Some("True"),
+        "not reported yet"
+    );
+    assert_eq!(
+        m.machines("default", "w1").len(),
+        machines_before,
+        "but honoured"
+    );
+    m.settle().await;
+    let set_now = m.get(CORE, "machinesets", "default", &set_name);
+    assert_eq!(m.condition(&set_now, "Paused").as_deref(), Some("True"));
+    assert_eq!(m.machines("default", "w1").len(), machines_before);
+}
