@@ -22,3 +22,4 @@ mod selection;
 mod shared_objects;
 mod snapshot;
 mod verify;
+mod workflows;

@@ -1,0 +1,90 @@
+//! The GitHub workflows, read as GitHub reads them: every runner they name is one kept in
+//! `.github/runner-labels.txt` (with the date it was last checked), the release waits for the CI
+//! jobs, and CI runs the suite on Linux and builds on macOS and Windows.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn workflow(name: &str) -> Value {
+    let path = root().join(".github/workflows").join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The labels a job runs on: its `runs-on`, with `${{ matrix.os }}` read from its matrix.
+fn runners(job: &Value) -> Vec<String> {
+    match job["runs-on"].as_str() {
+        Some("${{ matrix.os }}") => {
+            let matrix = &job["strategy"]["matrix"];
+            let listed = matrix["os"].as_array().cloned().unwrap_or_default();
+            let included = matrix["include"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|i| i["os"].clone());
+            listed
+                .into_iter()
+                .chain(included)
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        }
+        Some(label) => vec![label.to_string()],
+        None => Vec::new(),
+    }
+}
+
+#[test]
+fn every_runner_a_workflow_names_is_in_the_kept_list() {
+    let kept_text = std::fs::read_to_string(root().join(".github/runner-labels.txt")).unwrap();
+    assert!(
+        kept_text
+            .lines()
+            .any(|l| l.starts_with('#') && l.contains("Checked") && l.contains("20")),
+        "the list says when it was checked"
+    );
+    let kept: BTreeSet<&str> = kept_text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let mut named = 0;
+    for name in ["ci.yml", "release.yml"] {
+        let flow = workflow(name);
+        for (job, spec) in flow["jobs"].as_object().unwrap() {
+            for label in runners(spec) {
+                named += 1;
+                assert!(
+                    kept.contains(label.as_str()),
+                    "{name} job {job} runs on {label}, not in .github/runner-labels.txt"
+                );
+            }
+        }
+    }
+    assert!(named >= 8, "every matrix read: {named}");
+}
+
+#[test]
+fn the_release_waits_for_ci_and_ci_covers_every_platform() {
+    let release = workflow("release.yml");
+    assert_eq!(release["jobs"]["ci"]["uses"], "./.github/workflows/ci.yml");
+    assert_eq!(release["jobs"]["build"]["needs"], "ci");
+    let ci = workflow("ci.yml");
+    assert!(ci["on"]["workflow_call"].is_null() && ci["on"].get("workflow_call").is_some());
+    let linux = ci["jobs"]["linux"]["steps"].to_string();
+    assert!(
+        linux.contains("./.ci/run") && linux.contains("kubectl"),
+        "{linux}"
+    );
+    let built: BTreeSet<String> = runners(&ci["jobs"]["build"]).into_iter().collect();
+    assert!(
+        built.iter().any(|l| l.starts_with("macos"))
+            && built.iter().any(|l| l.starts_with("windows")),
+        "{built:?}"
+    );
+}
