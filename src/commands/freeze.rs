@@ -204,18 +204,12 @@ async fn selected_clusters(
         |c| c.metadata.name.as_deref().unwrap_or_default(),
     );
     // With `-l`, the named Clusters that match; a name of no Cluster is an error.
-    let missing = match catalog.kind(CORE_GROUP, crate::names::CLUSTER) {
-        Some(kind) => {
-            crate::snapshot::unknown_names(
-                cluster,
-                &kind.resource,
-                scope,
-                (missing, settings.scope.selector.as_deref()),
-            )
-            .await?
-        }
-        None => missing,
-    };
+    let missing = crate::snapshot::unknown_names(
+        (cluster, catalog),
+        scope,
+        (missing, settings.scope.selector.as_deref()),
+    )
+    .await?;
     if !missing.is_empty() {
         return Err(Error::ClustersNotFound {
             names: missing,

@@ -66,18 +66,12 @@ pub async fn resolve_names(
     let (found, missing) = model::select_by_name(clusters, &selection.names, |c| {
         c.metadata.name.as_deref().unwrap_or_default()
     });
-    let missing = match catalog.kind(CORE_GROUP, crate::names::CLUSTER) {
-        Some(kind) => {
-            crate::snapshot::unknown_names(
-                cluster,
-                &kind.resource,
-                &selection.fetch.scope,
-                (missing, selection.fetch.cluster_selector.as_deref()),
-            )
-            .await?
-        }
-        None => missing,
-    };
+    let missing = crate::snapshot::unknown_names(
+        (cluster, catalog),
+        &selection.fetch.scope,
+        (missing, selection.fetch.cluster_selector.as_deref()),
+    )
+    .await?;
     if !missing.is_empty() {
         return Err(Error::ClustersNotFound {
             names: missing,

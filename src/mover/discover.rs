@@ -64,23 +64,15 @@ pub async fn move_types(cluster: &Cluster, catalog: &Catalog) -> Result<Vec<Move
             status: *status,
         });
     }
-    for (kind, resource) in core_resources() {
+    for core in crate::kube::catalog::core_kinds() {
         types.push(MoveType {
-            info: TypeInfo::core(&kind),
-            resource,
+            info: TypeInfo::core(&core.resource.kind),
+            resource: core.resource,
             status: false,
         });
     }
     types.sort_by(|a, b| (&a.info.group, &a.info.kind).cmp(&(&b.info.group, &b.info.kind)));
     Ok(types)
-}
-
-/// The core kinds a move considers besides the CRDs' (Secrets and ConfigMaps), by kind.
-fn core_resources() -> Vec<(String, ApiResource)> {
-    crate::kube::catalog::core_kinds()
-        .into_iter()
-        .map(|info| (info.resource.kind.clone(), info.resource))
-        .collect()
 }
 
 /// The move cannot know its kinds without the CRDs; so that the user hears of every missing read
@@ -95,7 +87,9 @@ async fn every_forbidden_read(cluster: &Cluster, catalog: &Catalog, crds_denied:
             message: crds_denied,
         }),
     );
-    let core = core_resources().into_iter().map(|(_, resource)| resource);
+    let core = crate::kube::catalog::core_kinds()
+        .into_iter()
+        .map(|core| core.resource);
     let resources = catalog.kinds().map(|k| k.resource.clone()).chain(core);
     for resource in resources {
         let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);

@@ -41,12 +41,6 @@ impl Move<'_> {
             Some(selector) => Some(self.clusters_matching(&types, selector).await?),
             None => None,
         };
-        let finished_here = || {
-            let (Some(record), Some(records)) = (&history.finished, &self.records) else {
-                return None;
-            };
-            Some(finished_line(records, record, &scope_shown))
-        };
         let selected = match self
             .select(
                 history,
@@ -76,7 +70,9 @@ impl Move<'_> {
             plan.groups.is_empty() || (only_kept && self.all_in_target(&plan, &types).await?);
         if nothing_left {
             self.printer.info(
-                &finished_here().unwrap_or_else(|| format!("nothing to move in {scope_shown}")),
+                &self
+                    .finished_here(history)
+                    .unwrap_or_else(|| format!("nothing to move in {scope_shown}")),
             );
             // An interrupted move with nothing left to do: its journal does not outlive it.
             if let (Some(journal), Some(records), DryRun::None) =
@@ -102,6 +98,20 @@ impl Move<'_> {
         }))
     }
 
+    /// What a rerun says when the move it repeats finished (its record here).
+    fn finished_here(&self, history: &History) -> Option<String> {
+        let (Some(record), Some(records)) = (&history.finished, &self.records) else {
+            return None;
+        };
+        Some(format!(
+            "the move recorded in {} finished at {} ({} objects); nothing left to move in {}",
+            records.path.display(),
+            record.finished_at.as_deref().unwrap_or("an unknown time"),
+            record.objects.unwrap_or_default(),
+            self.scope
+        ))
+    }
+
     /// The UIDs of the Clusters asked for (empty: every one in scope) — names, `-l`, or names
     /// with `-l` (the named ones that match). A name of no Cluster is an error; a rerun after the
     /// move finished says so and ends with success.
@@ -113,12 +123,6 @@ impl Move<'_> {
         (selector, matching): (Option<&str>, Option<&BTreeSet<String>>),
     ) -> Result<Step<BTreeSet<String>>> {
         let scope_shown = self.scope.to_string();
-        let finished_here = || {
-            let (Some(record), Some(records)) = (&history.finished, &self.records) else {
-                return None;
-            };
-            Some(finished_line(records, record, &scope_shown))
-        };
         // Names with `-l`: the named Clusters that match.
         let (named, missing) = crate::model::select_by_name(
             all_clusters.iter().copied(),
@@ -152,7 +156,7 @@ impl Move<'_> {
         }
         let asked = !self.request.clusters.is_empty() || selector.is_some();
         if asked && found.is_empty() {
-            if let Some(done) = moved_before.then(finished_here).flatten() {
+            if let Some(done) = moved_before.then(|| self.finished_here(history)).flatten() {
                 self.printer.info(&done);
                 return Ok(Step::Stop(ExitStatus::Success));
             }
@@ -299,18 +303,4 @@ impl Move<'_> {
         ))?;
         Ok(ExitStatus::Success)
     }
-}
-
-/// What a rerun says when the move it repeats finished.
-fn finished_line(
-    records: &super::steps::MoveRecords,
-    record: &journal::Journal,
-    scope_shown: &str,
-) -> String {
-    format!(
-        "the move recorded in {} finished at {} ({} objects); nothing left to move in {scope_shown}",
-        records.path.display(),
-        record.finished_at.as_deref().unwrap_or("an unknown time"),
-        record.objects.unwrap_or_default()
-    )
 }

@@ -221,21 +221,11 @@ impl MoveRequest {
     /// `--to-cluster` Cluster into itself, its `NAME-kubeconfig` is in the target, so they reach
     /// the target through the copy the move kept in the source.
     pub fn after_move(&self, moved: &[ObjectRef]) -> std::borrow::Cow<'_, MoveRequest> {
-        let (Some(name), Some(inline)) = (
-            &self.to_cluster,
+        let (Some(kept), Some(inline)) = (
+            self.pivot_kept(moved),
             self.target.as_ref().and_then(|t| t.inline.as_ref()),
         ) else {
             return std::borrow::Cow::Borrowed(self);
-        };
-        let Some(pivoted) = moved
-            .iter()
-            .find(|c| c.is_core_cluster() && &c.name == name)
-        else {
-            return std::borrow::Cow::Borrowed(self);
-        };
-        let kept = super::journal::kept::Kept {
-            namespace: pivoted.namespace.clone(),
-            cluster: name.clone(),
         };
         let mut after = self.clone();
         let mut inline = inline.clone();
@@ -245,6 +235,19 @@ impl MoveRequest {
             target.inline = Some(inline);
         }
         std::borrow::Cow::Owned(after)
+    }
+
+    /// After a pivot of the `--to-cluster` Cluster into itself (it is among `moved`): the copy of
+    /// its kubeconfig the move keeps in the source.
+    pub fn pivot_kept(&self, moved: &[ObjectRef]) -> Option<super::journal::kept::Kept> {
+        let name = self.to_cluster.as_ref()?;
+        let pivoted = moved
+            .iter()
+            .find(|c| c.is_core_cluster() && &c.name == name)?;
+        Some(super::journal::kept::Kept {
+            namespace: pivoted.namespace.clone(),
+            cluster: name.clone(),
+        })
     }
 
     /// The command that continues this move: the same one with `--resume`.

@@ -165,19 +165,10 @@ async fn after_refusal(
 /// After a pivot of the `--to-cluster` Cluster into itself: where its kubeconfig is kept now, and
 /// how to remove it once nothing needs it.
 fn kept_kubeconfig_note(request: &MoveRequest, printer: &Printer, moved: &[ObjectRef]) {
-    let Some(name) = &request.to_cluster else {
+    let Some(kept) = request.pivot_kept(moved) else {
         return;
     };
-    let Some(pivoted) = moved
-        .iter()
-        .find(|c| c.is_core_cluster() && &c.name == name)
-    else {
-        return;
-    };
-    let kept = super::journal::kept::Kept {
-        namespace: pivoted.namespace.clone(),
-        cluster: name.clone(),
-    };
+    let name = &kept.cluster;
     printer.note(&format!(
         "note: {name}'s kubeconfig Secret went into {name} itself; the source keeps a copy as Secret {}/{} for later moves into it (--to-cluster {}) and for the commands printed here — remove it once the source is retired: `kubectl delete secret {} -n {}{}`",
         kept.namespace,

@@ -152,15 +152,15 @@ pub async fn clusters_matching(
 /// Clusters `selector` matched, those that are Clusters of `scope` all the same are left out;
 /// the rest, returned, are names of no Cluster (an error). Without a selector, all are unknown.
 pub async fn unknown_names(
-    cluster: &Cluster,
-    clusters: &ApiResource,
+    (cluster, catalog): (&Cluster, &Catalog),
     scope: &ListScope,
     (missing, selector): (Vec<String>, Option<&str>),
 ) -> Result<Vec<String>> {
-    if missing.is_empty() || selector.is_none() {
+    let clusters = catalog.kind(crate::names::CORE_GROUP, crate::names::CLUSTER);
+    let (Some(clusters), false, Some(_)) = (clusters, missing.is_empty(), selector) else {
         return Ok(missing);
-    }
-    let all = clusters_matching(cluster, clusters, scope, "").await?;
+    };
+    let all = clusters_matching(cluster, &clusters.resource, scope, "").await?;
     Ok(missing
         .into_iter()
         .filter(|name| !all.iter().any(|c| c.metadata.name.as_deref() == Some(name)))

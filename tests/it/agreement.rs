@@ -9,7 +9,8 @@ use crate::move_scenarios::{CORE, Fixture, INFRA, World};
 /// A change that makes the source refuse the move, applied once the world holds the fixture.
 type Break = fn(&mut Fixture);
 
-fn edit(f: &mut Fixture, kind: &str, name: &str, change: impl FnOnce(&mut Value)) {
+/// Changes the fixture's `kind` `name` in place.
+pub fn edit(f: &mut Fixture, kind: &str, name: &str, change: impl FnOnce(&mut Value)) {
     let (object, _) = f
         .objects
         .iter_mut()

@@ -18,12 +18,9 @@ fn two_clusters() -> Fixture {
             false,
         );
     }
-    let labelled = f
-        .objects
-        .iter()
-        .position(|(o, _)| o["kind"] == "Cluster" && o["metadata"]["name"] == "foo")
-        .unwrap();
-    f.objects[labelled].0["metadata"]["labels"] = json!({"env": "prod"});
+    crate::agreement::edit(&mut f, "Cluster", "foo", |c| {
+        c["metadata"]["labels"] = json!({"env": "prod"})
+    });
     f
 }
 

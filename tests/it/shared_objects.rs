@@ -31,12 +31,9 @@ fn two_clusters_of_one_class() -> Fixture {
             ("Cluster", name, true),
             false,
         );
-        let cluster = f
-            .objects
-            .iter()
-            .position(|(o, _)| o["kind"] == "Cluster" && o["metadata"]["name"] == name)
-            .unwrap();
-        f.objects[cluster].0["spec"]["topology"] = json!({"classRef": {"name": "shared"}});
+        crate::agreement::edit(&mut f, "Cluster", name, |c| {
+            c["spec"]["topology"] = json!({"classRef": {"name": "shared"}})
+        });
     }
     f
 }
