@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
 # Packs kubectl-capi for krew and renders its manifest.
 #
-#   scripts/package.sh [--binary PATH] [--target TRIPLE] [--out DIR]   pack one target, then render
-#   scripts/package.sh --render-only [--out DIR]                         render from DIR's archives
+#   scripts/package.sh --binary PATH [--target TRIPLE] [--out DIR]   pack built binaries, then render
+#   scripts/package.sh --build [--target TRIPLE] [--out DIR]         build them first, then the same
+#   scripts/package.sh --render-only [--out DIR]                      render from DIR's archives
 #
 # Packing: DIR/kubectl-capi_<version>_<target>.tar.gz holds the plugin, its completion executable
 # (kubectl_complete-capi, found beside the plugin) and LICENSE at its root, reproducibly (sorted,
-# fixed times and owners). A binary built for another architecture than the target's is refused.
-# Without --binary it runs `cargo build --release --locked` for the host.
-# Rendering: DIR/capi.yaml from the template .krew.yaml, with a platform for every archive in DIR
-# (its uri and real sha256; platforms not built are left out), and DIR/checksums.txt.
+# fixed times and owners). TRIPLE defaults to the host's (`rustc -vV`); --build runs
+# `cargo build --release --locked -p kubectl-capi --target TRIPLE` (into $CARGO_TARGET_DIR or
+# target/); nothing is built without it. Refused: a binary built for another architecture than
+# the target's, and a dynamically linked one for a *-linux-musl target (those archives are static).
+# Rendering: DIR/capi.yaml from the template .krew.yaml, and DIR/checksums.txt. Each archive in DIR
+# fills the template's platform of its os/arch: the uri names that archive (a *-linux-gnu one
+# built here as such), the sha256 is its own; platforms without an archive are left out. Refused,
+# writing nothing: no archive, an archive no platform is for, two archives for one platform.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-binary="" target="" out="$root/dist" render_only=""
+binary="" target="" out="$root/dist" render_only="" build=""
+fail() {
+  echo "error: $*" >&2
+  exit 2
+}
 while [ $# -gt 0 ]; do
   case "$1" in
     --binary) binary=$2; shift 2 ;;
     --target) target=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --build) build=1; shift ;;
     --render-only) render_only=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-    *) echo "error: unknown argument $1; see --help" >&2; exit 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) fail "unknown argument $1; see --help" ;;
   esac
 done
 version=v$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n1)
@@ -45,18 +55,40 @@ machine_of() {
   esac
 }
 
+# Whether a 64-bit little-endian ELF asks for a dynamic loader: a PT_INTERP (3) program header.
+# A static (or static-pie) musl binary has none; a glibc one names ld-linux.
+asks_for_a_loader() {
+  local phoff size count i
+  phoff=$(od -An -tu8 -j32 -N8 "$1" | tr -d ' ')
+  size=$(od -An -tu2 -j54 -N2 "$1" | tr -d ' ')
+  count=$(od -An -tu2 -j56 -N2 "$1" | tr -d ' ')
+  for ((i = 0; i < count; i++)); do
+    [ "$(od -An -tu4 -j$((phoff + i * size)) -N4 "$1" | tr -d ' ')" = 3 ] && return 0
+  done
+  return 1
+}
+
+# The manifest's os/arch of a target triple; nothing for a triple no platform could be for.
+platform_of() {
+  local os arch
+  case "$1" in
+    *-linux-*) os=linux ;;
+    *-apple-darwin) os=darwin ;;
+    *-windows-*) os=windows ;;
+    *) return 0 ;;
+  esac
+  case "$1" in
+    x86_64-*) arch=amd64 ;;
+    aarch64-*) arch=arm64 ;;
+    *) return 0 ;;
+  esac
+  echo "$os/$arch"
+}
+
 pack() {
   [ -n "$target" ] || target=$(rustc -vV | sed -n 's/^host: //p')
-  if [ -z "$binary" ]; then
-    (cd "$root" && cargo build --release --locked)
-    binary="$root/target/release/kubectl-capi"
-  fi
-  [ -f "$binary" ] || { echo "error: binary $binary not found; build it or pass --binary" >&2; exit 2; }
   local suffix="" want got
   case "$target" in *windows*) suffix=.exe ;; esac
-  local exe=kubectl-capi$suffix completer
-  completer="$(dirname "$binary")/kubectl_complete-capi$suffix"
-  [ -f "$completer" ] || { echo "error: $completer not found; build both binaries (cargo build --release) for $target" >&2; exit 2; }
   case "$target" in
     x86_64-*-linux-*) want=elf-62 ;;
     aarch64-*-linux-*) want=elf-183 ;;
@@ -64,11 +96,25 @@ pack() {
     aarch64-apple-darwin) want=macho-16777228 ;;
     x86_64-pc-windows-*) want=pe-34404 ;;
     aarch64-pc-windows-*) want=pe-43620 ;;
-    *) echo "error: unknown target $target; pass one of the manifest's triples" >&2; exit 2 ;;
+    *) fail "unknown target $target; pass one of the manifest's triples" ;;
   esac
+  if [ -n "$build" ]; then
+    [ -z "$binary" ] || fail "--build and --binary both given; pass one"
+    (cd "$root" && cargo build --release --locked -p kubectl-capi --target "$target")
+    binary="${CARGO_TARGET_DIR:-$root/target}/$target/release/kubectl-capi$suffix"
+  fi
+  [ -n "$binary" ] || fail "nothing to pack; pass --binary PATH (built for $target) or --build"
+  [ -f "$binary" ] || fail "binary $binary not found; build it or pass --build"
+  local exe=kubectl-capi$suffix completer
+  completer="$(dirname "$binary")/kubectl_complete-capi$suffix"
+  [ -f "$completer" ] || fail "$completer not found; build both binaries (cargo build --release) for $target"
   for file in "$binary" "$completer"; do
     got=$(machine_of "$file")
-    [ "$got" = "$want" ] || { echo "error: $file is built for $got, not for $target ($want); build it with --target $target" >&2; exit 2; }
+    [ "$got" = "$want" ] || fail "$file is built for $got, not for $target ($want); build it with --target $target"
+    case "$target" in
+      *-linux-musl*) ! asks_for_a_loader "$file" ||
+        fail "$file is dynamically linked, not static as a $target archive must be; build it with --target $target, or pack it as the gnu target it is" ;;
+    esac
   done
   staging=$(mktemp -d)
   trap 'rm -rf "$staging"' EXIT
@@ -82,30 +128,60 @@ pack() {
   echo "sha256 $(sha256 "$archive" | cut -d' ' -f1)"
 }
 
-# The template with the version set and, per platform, the uri and sha256 of its archive in $out;
-# a platform whose archive is not there is left out.
+# The template with the version set and, per platform, the uri and sha256 of the archive in $out
+# for its os/arch; a platform without an archive is left out.
 render() {
-  local archives sums
+  local archives file triple platform sums="" entries=""
   shopt -s nullglob
   archives=("$out"/kubectl-capi_"$version"_*.tar.gz)
   shopt -u nullglob
-  [ ${#archives[@]} -gt 0 ] || { echo "error: no kubectl-capi_${version}_*.tar.gz in $out to render the manifest from; pack one first" >&2; exit 2; }
-  sums=$(cd "$out" && for archive in "${archives[@]}"; do sha256 "$(basename "$archive")"; done)
-  echo "$sums" > "$out/checksums.txt"
-  awk -v version="$version" -v sums="$sums" '
-    BEGIN { n = split(sums, lines, "\n"); for (i = 1; i <= n; i++) { split(lines[i], f, " "); sum[f[2]] = f[1] } }
+  [ ${#archives[@]} -gt 0 ] || fail "no kubectl-capi_${version}_*.tar.gz in $out to render the manifest from; pack one first"
+  for archive in "${archives[@]}"; do
+    file=$(basename "$archive")
+    triple=${file#kubectl-capi_"${version}"_}
+    triple=${triple%.tar.gz}
+    platform=$(platform_of "$triple")
+    [ -n "$platform" ] || fail "$file is for $triple, which no platform of .krew.yaml is for; remove it from $out"
+    sums+="$(cd "$out" && sha256 "$file")"$'\n'
+    entries+="$platform $file $(cd "$out" && sha256 "$file" | cut -d' ' -f1)"$'\n'
+  done
+  local manifest
+  manifest=$(mktemp "$out/.capi.yaml.XXXXXX")
+  if ! awk -v version="$version" -v entries="$entries" -v out="$out" '
+    BEGIN {
+      n = split(entries, lines, "\n")
+      for (i = 1; i <= n; i++) {
+        if (lines[i] == "") continue
+        split(lines[i], f, " ")
+        if (f[1] in archive) { printf "error: %s and %s are both for %s; keep one of them in %s\n", archive[f[1]], f[2], f[1], out > "/dev/stderr"; failed = 1 }
+        archive[f[1]] = f[2]; sum[f[1]] = f[3]
+      }
+    }
     /^#/ && !started { next }
     { started = 1; gsub(/\{\{ \.TagName \}\}/, version) }
-    /^  - selector:/ { buffer = ""; platform = 1; keep = 0 }
+    /^  - selector:/ { buffer = ""; platform = 1; keep = 0; os = ""; arch = "" }
+    platform && $1 == "os:" { os = $2 }
+    platform && $1 == "arch:" { arch = $2 }
     platform && /addURIAndSha/ {
-      match($0, /"[^"]*"/); uri = substr($0, RSTART + 1, RLENGTH - 2)
-      file = uri; sub(/.*\//, "", file)
-      if (file in sum) { keep = 1; buffer = buffer "    uri: " uri "\n    sha256: \"" sum[file] "\"\n" }
+      key = os "/" arch
+      match($0, /"[^"]*"/); base = substr($0, RSTART + 1, RLENGTH - 2); sub(/[^\/]*$/, "", base)
+      if (key in archive) { keep = 1; used[key] = 1; kept++; buffer = buffer "    uri: " base archive[key] "\n    sha256: \"" sum[key] "\"\n" }
       next
     }
     platform { buffer = buffer $0 "\n"; if ($1 == "bin:") { if (keep) printf "%s", buffer; platform = 0 }; next }
     { print }
-  ' "$root/.krew.yaml" > "$out/capi.yaml"
+    END {
+      for (key in archive) if (!(key in used)) { printf "error: %s is for %s, which no platform of .krew.yaml is for; remove it from %s\n", archive[key], key, out > "/dev/stderr"; failed = 1 }
+      if (!kept && !failed) { printf "error: no archive in %s is for a platform of .krew.yaml; pack one first\n", out > "/dev/stderr"; failed = 1 }
+      exit failed ? 2 : 0
+    }
+  ' "$root/.krew.yaml" > "$manifest"; then
+    rm -f "$manifest"
+    exit 2
+  fi
+  chmod 0644 "$manifest"
+  mv "$manifest" "$out/capi.yaml"
+  printf '%s' "$sums" > "$out/checksums.txt"
   echo "$out/capi.yaml"
 }
 

@@ -431,8 +431,9 @@ pub struct MoveArgs {
     /// --timeout).
     #[arg(long, conflicts_with_all = ["dry_run", "to_directory", "from_directory"])]
     pub wait_ready: bool,
-    /// Where the move's journal is kept (default: under $XDG_STATE_HOME/kubectl-capi/moves, named
-    /// after the move, so running the same command again finds it).
+    /// Where the move's journal is kept (default: under $XDG_STATE_HOME/kubectl-capi/moves, or
+    /// %LOCALAPPDATA% on Windows, named after the move, so running the same command again finds
+    /// it).
     #[arg(long, value_name = "PATH")]
     pub journal: Option<std::path::PathBuf>,
     /// After the move, watch the target adopt the moved Clusters (as `kubectl capi verify

@@ -18,9 +18,10 @@ pub enum Error {
     )]
     KubeconfigsMissing(Vec<String>),
     #[error(
-        "no kubeconfig found (KUBECONFIG is unset and ~/.kube/config does not exist); pass --kubeconfig PATH"
+        "no kubeconfig found (KUBECONFIG is unset and {} does not exist); pass --kubeconfig PATH",
+        .0.as_deref().unwrap_or("~/.kube/config (no home directory found)")
     )]
-    NoKubeconfig,
+    NoKubeconfig(Option<String>),
     #[error(
         "context \"{context}\" ({flag}) is not in {files}; list contexts with `kubectl config get-contexts{list_flags}` and pass one with {flag}"
     )]

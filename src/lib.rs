@@ -16,6 +16,7 @@ pub mod mover;
 
 pub mod names;
 pub mod output;
+pub mod platform;
 pub mod ready;
 pub mod settings;
 pub mod snapshot;

@@ -120,6 +120,7 @@ pub struct MoveRun {
 }
 
 /// CPU time (user + system) of the children this process has waited for.
+#[cfg(unix)]
 fn children_cpu_seconds() -> f64 {
     // SAFETY: getrusage only writes the struct it is given.
     let usage = unsafe {
@@ -129,6 +130,12 @@ fn children_cpu_seconds() -> f64 {
     };
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// Not measured where there is no rusage (the benchmark is run on Unix).
+#[cfg(not(unix))]
+fn children_cpu_seconds() -> f64 {
+    f64::NAN
 }
 
 /// Average writes in flight during the create phase and during the delete phase, from the two

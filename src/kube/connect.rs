@@ -79,7 +79,7 @@ impl Cluster {
 fn kubeconfig_error(path: &Path, end: End) -> impl Fn(KubeconfigError) -> Error + '_ {
     let flag = end.kubeconfig_flag;
     move |error| match error {
-        KubeconfigError::FindPath => Error::NoKubeconfig,
+        KubeconfigError::FindPath => Error::NoKubeconfig(None),
         KubeconfigError::ReadConfig(io, path) if io.kind() == std::io::ErrorKind::NotFound => {
             Error::KubeconfigMissing { path, flag }
         }
@@ -96,7 +96,7 @@ fn kubeconfig_error(path: &Path, end: End) -> impl Fn(KubeconfigError) -> Error 
 
 /// The kubeconfig files to read, as kubectl chooses them: `--kubeconfig`; else those `KUBECONFIG`
 /// lists that exist (empty entries and missing files are skipped; an error only when none
-/// exists); else `~/.kube/config`.
+/// exists); else `~/.kube/config` (the platform's home: `%USERPROFILE%` on Windows).
 fn kubeconfig_paths(flag: Option<&Path>, end: End) -> Result<Vec<PathBuf>> {
     if let Some(path) = flag {
         return match path.exists() {
@@ -115,11 +115,11 @@ fn kubeconfig_paths(flag: Option<&Path>, end: End) -> Result<Vec<PathBuf>> {
         .filter(|p| !p.as_os_str().is_empty())
         .collect();
     if listed.is_empty() {
-        let home = std::env::var_os("HOME").ok_or(Error::NoKubeconfig)?;
-        let default = PathBuf::from(home).join(".kube").join("config");
-        return match default.exists() {
-            true => Ok(vec![default]),
-            false => Err(Error::NoKubeconfig),
+        return match crate::platform::default_kubeconfig() {
+            Some(default) if default.exists() => Ok(vec![default]),
+            default => Err(Error::NoKubeconfig(
+                default.map(|p| p.display().to_string()),
+            )),
         };
     }
     let existing: Vec<PathBuf> = listed.iter().filter(|p| p.exists()).cloned().collect();

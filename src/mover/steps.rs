@@ -114,17 +114,20 @@ impl<'a> Move<'a> {
                     clusters: &request.clusters,
                     selector: request.scope.selector.as_deref(),
                 };
-                let path = request.journal.clone().unwrap_or_else(|| {
-                    // An interrupted move an older version keyed by the URLs is still found.
-                    let dir = journal::default_dir();
-                    let (current, legacy) =
-                        (dir.join(id.file_name()), dir.join(id.legacy_file_name()));
-                    if !current.exists() && legacy.exists() {
-                        legacy
-                    } else {
-                        current
+                let path = match request.journal.clone() {
+                    Some(path) => path,
+                    None => {
+                        // An interrupted move an older version keyed by the URLs is still found.
+                        let dir = journal::default_dir()?;
+                        let (current, legacy) =
+                            (dir.join(id.file_name()), dir.join(id.legacy_file_name()));
+                        if !current.exists() && legacy.exists() {
+                            legacy
+                        } else {
+                            current
+                        }
                     }
-                });
+                };
                 let legacy = path.file_name().and_then(|n| n.to_str())
                     == Some(id.legacy_file_name().as_str());
                 Some(MoveRecords {
@@ -207,7 +210,7 @@ impl<'a> Move<'a> {
             return Ok(Step::Go(History::default()));
         };
         if self.request.journal.is_none() {
-            journal::prune_finished(&journal::default_dir());
+            journal::prune_finished(&journal::default_dir()?);
         }
         let set_aside = recovery::set_aside_foreign(&recovery::Elsewhere {
             id: MoveId {

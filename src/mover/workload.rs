@@ -116,7 +116,9 @@ async fn moved_already(
     let Ok(uid) = identity.kube_system_uid else {
         return Ok(None);
     };
-    let dir = crate::mover::journal::default_dir();
+    let Ok(dir) = crate::mover::journal::default_dir() else {
+        return Ok(None);
+    };
     let Some((path, record)) = crate::mover::journal::finished_pivot(&dir, &uid, (namespace, name))
     else {
         return Ok(None);

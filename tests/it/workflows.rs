@@ -88,3 +88,61 @@ fn the_release_waits_for_ci_and_ci_covers_every_platform() {
         "{built:?}"
     );
 }
+
+/// The publish job's steps, by name.
+fn publish_step<'a>(release: &'a Value, name: &str) -> &'a Value {
+    release["jobs"]["publish"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(name)))
+        .unwrap_or_else(|| panic!("a publish step named {name}"))
+}
+
+#[test]
+fn the_first_release_is_submitted_by_hand_and_later_ones_by_the_bot() {
+    let release = workflow("release.yml");
+    let asks = publish_step(&release, "Is capi in krew-index already?");
+    assert_eq!(asks["id"], "index");
+    let question = asks["run"].as_str().unwrap();
+    for answer in [
+        "200) echo \"listed=true\"",
+        "404) echo \"listed=false\"",
+        "exit 1",
+    ] {
+        assert!(question.contains(answer), "{answer} in {question}");
+    }
+    let later = publish_step(&release, "Later releases");
+    assert_eq!(later["if"], "steps.index.outputs.listed == 'true'");
+    assert!(
+        later["uses"]
+            .as_str()
+            .unwrap()
+            .starts_with("rajatjindal/krew-release-bot@")
+    );
+    let first = publish_step(&release, "First release");
+    assert_eq!(first["if"], "steps.index.outputs.listed == 'false'");
+    let summary = first["run"].as_str().unwrap();
+    assert!(
+        summary.contains("GITHUB_STEP_SUMMARY") && summary.contains("\\\"Releasing\\\""),
+        "{summary}"
+    );
+
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("### Releasing\n")
+        .nth(1)
+        .expect("README has a Releasing section")
+        .split("\n#")
+        .next()
+        .unwrap();
+    for step in [
+        "**The first release** goes to krew-index by hand",
+        "kubectl krew install --manifest=capi.yaml",
+        "`kubernetes-sigs/krew-index` adding it as `plugins/capi.yaml`",
+        "**Later releases**",
+        "krew-release-bot",
+    ] {
+        assert!(section.contains(step), "{step} in README's Releasing");
+    }
+}

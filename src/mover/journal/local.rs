@@ -11,7 +11,10 @@ use crate::error::{Error, Result};
 /// (`--journal`), or in the default directory: the directory is made (0700) and a probe file is
 /// written and removed.
 pub fn check_writable(path: Option<&Path>) -> Result<()> {
-    let default = default_dir();
+    let default = match path {
+        Some(_) => PathBuf::new(),
+        None => default_dir()?,
+    };
     let (dir, probe) = match path {
         Some(path) => (
             path.parent().filter(|d| !d.as_os_str().is_empty()),
@@ -159,14 +162,16 @@ pub fn finished_pivot(
         .max_by(|(_, a), (_, b)| a.finished_at.cmp(&b.finished_at))
 }
 
-/// `$XDG_STATE_HOME/kubectl-capi/moves`, else `~/.local/state/kubectl-capi/moves`.
-pub fn default_dir() -> PathBuf {
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir);
-    state.join("kubectl-capi").join("moves")
+/// `kubectl-capi/moves` in the user's state directory ([`crate::platform::state_dir`]:
+/// `$XDG_STATE_HOME` or `~/.local/state`, `%LOCALAPPDATA%` on Windows). Never a temporary
+/// directory: a journal a reboot may delete is no journal.
+pub fn default_dir() -> Result<PathBuf> {
+    let state = crate::platform::state_dir().ok_or_else(|| {
+        Error::Usage(
+            "cannot tell where to keep the move journal: this machine's home directory is unknown; pass --journal PATH".into(),
+        )
+    })?;
+    Ok(state.join("kubectl-capi").join("moves"))
 }
 
 #[cfg(unix)]
