@@ -30,8 +30,7 @@ use crate::error::Error;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{OutputFormat, Settings};
 
-/// The plugin's version, as `kubectl capi version` reports it.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use commands::version::VERSION;
 
 /// Parses `args` (argv including the program name) and runs the command.
 pub async fn run<I, T>(args: I) -> ExitStatus
@@ -62,7 +61,7 @@ where
     let printer = Printer::new(settings.output, settings.color, settings.verbosity);
     let outcome = match &cli.command {
         Command::Version(args) => commands::version::run(args, &settings, &printer).await,
-        Command::Completion { shell } => commands::completion(*shell, &printer),
+        Command::Completion { shell } => commands::shell_completion::completion(*shell, &printer),
         Command::Ready(args) => commands::ready::run(args, &settings, &printer).await,
 
         Command::Pause(args) => {

@@ -140,3 +140,6 @@ pub fn is_paused_annotation(object: &kube::api::DynamicObject) -> bool {
         .as_ref()
         .is_some_and(|a| a.contains_key(PAUSED_ANNOTATION))
 }
+
+/// The field manager every write of the plugin names (servers record it in managedFields).
+pub const FIELD_MANAGER: &str = "kubectl-capi";

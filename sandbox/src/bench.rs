@@ -8,7 +8,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::json;
 
-use crate::ApiServer;
+use crate::apiserver::server::ApiServer;
 use crate::crds::{self, Dialect};
 
 pub struct Options {

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use crate::apiserver::{KubeconfigEntry, write_kubeconfig};
 use crate::crds::{self, Dialect};
 use crate::fixture::Fixture;
-use crate::{ApiServer, ServerOptions, Serving};
+use crate::{
+    apiserver::server::ApiServer, apiserver::server::Serving, apiserver::shared::ServerOptions,
+};
 
 pub struct MoveOptions {
     pub clusters: usize,
@@ -145,19 +147,20 @@ fn children_cpu_seconds() -> f64 {
 /// to the last write of a moved object in the source (journal saves inside a window count: they
 /// hold a slot of `--concurrency` too).
 fn in_flight<'a>(
-    source: &'a [crate::RequestRecord],
-    target: &'a [crate::RequestRecord],
+    source: &'a [crate::apiserver::control::RequestRecord],
+    target: &'a [crate::apiserver::control::RequestRecord],
     agent: &str,
 ) -> (f64, f64) {
-    let writes = |records: &'a [crate::RequestRecord]| -> Vec<&'a crate::RequestRecord> {
+    let writes = |records: &'a [crate::apiserver::control::RequestRecord]| -> Vec<&'a crate::apiserver::control::RequestRecord> {
         records
             .iter()
             .filter(|r| r.agent.starts_with(agent) && r.is_write_attempt())
             .collect()
     };
     let (source, target) = (writes(source), writes(target));
-    let moved =
-        |r: &&&crate::RequestRecord| r.resource != "configmaps" && r.resource != "namespaces";
+    let moved = |r: &&&crate::apiserver::control::RequestRecord| {
+        r.resource != "configmaps" && r.resource != "namespaces"
+    };
     let Some(create_start) = target
         .iter()
         .filter(|r| r.verb == "create")
@@ -188,7 +191,8 @@ fn in_flight<'a>(
         .map(|r| r.answered)
         .max()
         .unwrap_or(delete_start);
-    let all: Vec<&crate::RequestRecord> = source.iter().chain(&target).copied().collect();
+    let all: Vec<&crate::apiserver::control::RequestRecord> =
+        source.iter().chain(&target).copied().collect();
     let average = |from: Instant, to: Instant| {
         let window = to.saturating_duration_since(from).as_secs_f64();
         let busy: f64 = all
@@ -263,7 +267,7 @@ async fn timed_move(
     let cpu_seconds = children_cpu_seconds() - cpu_before;
     anyhow::ensure!(status.success(), "the move failed ({status})");
     let summary: Value = serde_json::from_str(&summary.await??)?;
-    let agent = |r: &crate::RequestRecord| r.agent.starts_with("kubectl-capi/");
+    let agent = |r: &crate::apiserver::control::RequestRecord| r.agent.starts_with("kubectl-capi/");
     let requests = [&pair.source, &pair.target]
         .iter()
         .map(|s| s.requests().iter().filter(|r| agent(r)).count())
@@ -500,8 +504,8 @@ mod tests {
         from_ms: u64,
         to_ms: u64,
         at: Instant,
-    ) -> crate::RequestRecord {
-        crate::RequestRecord {
+    ) -> crate::apiserver::control::RequestRecord {
+        crate::apiserver::control::RequestRecord {
             verb: verb.into(),
             group: String::new(),
             resource: resource.into(),

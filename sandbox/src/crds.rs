@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::ApiServer;
+use crate::apiserver::server::ApiServer;
 
 /// Which Cluster API release line the CRDs imitate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

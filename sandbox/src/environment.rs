@@ -11,7 +11,7 @@ use crate::apiserver::{KubeconfigEntry, Serving, write_kubeconfig};
 use crate::controllers::{Cloud, Config, Controllers, Delays};
 use crate::crds::{self, Dialect};
 use crate::workload::Workload;
-use crate::{ApiServer, ServerOptions};
+use crate::{apiserver::server::ApiServer, apiserver::shared::ServerOptions};
 
 pub const SOURCE_CONTEXT: &str = "sandbox-source";
 pub const TARGET_CONTEXT: &str = "sandbox-target";

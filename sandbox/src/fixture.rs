@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::ApiServer;
+use crate::apiserver::server::ApiServer;
 
 pub const CORE: &str = "cluster.x-k8s.io/v1beta2";
 pub const INFRA: &str = "infrastructure.cluster.x-k8s.io/v1beta2";

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::ApiServer;
+use crate::apiserver::server::ApiServer;
 use crate::fixture::{Fixture, merge};
 
 /// The field manager of Cluster API's controllers (controller-runtime's default).

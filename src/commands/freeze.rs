@@ -289,7 +289,7 @@ pub async fn run_on(
         }
         _ => None,
     };
-    let mut outcomes = super::holding(
+    let mut outcomes = super::holding::holding(
         lease,
         printer,
         apply::run(cluster, catalog, &fetch, &request, listed),

@@ -12,10 +12,10 @@ use crate::freeze::apply::Mode;
 use crate::freeze::plan::Action;
 use crate::model::ObjectRef;
 use crate::mover::Around;
-use crate::mover::ends::Ends;
-use crate::mover::execute::Summary;
+use crate::mover::ends::both::Ends;
 use crate::mover::report::print_summary;
 use crate::mover::request::MoveRequest;
+use crate::mover::write::execute::Summary;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{Connection, OutputFormat, Settings};
 use crate::verify::{MovedCluster, VerificationReport, Verified};
@@ -45,7 +45,7 @@ pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Res
     };
     let reporter = Reporter::new(printer);
     let story = crate::mover::run(&request, &ends, (printer, &reporter), &stop, &around);
-    super::holding(leases, printer, story)
+    super::holding::holding(leases, printer, story)
         .await
         .map_err(|e| match e {
             Error::LeaseLost(why) => Error::LeaseLost(format!(

@@ -127,7 +127,7 @@ async fn target_can_take_it(
     settings: &Settings,
     printer: &Printer,
 ) -> Result<ExitStatus> {
-    use crate::mover::{preflight, same_cluster, workload};
+    use crate::mover::ends::{same_cluster, workload};
     let from = (&settings.connection, &settings.scope);
     let connection =
         workload::target_of((&source.cluster, &source.catalog), from, name, asked).await?;
@@ -139,7 +139,8 @@ async fn target_can_take_it(
         other => other,
     })?;
     same_cluster::ensure_distinct(&source.cluster, &target.cluster).await?;
-    let refusals = preflight::check_providers(&source.cluster, &target.cluster).await?;
+    let refusals =
+        crate::mover::checks::providers::check_providers(&source.cluster, &target.cluster).await?;
     if refusals.is_empty() {
         printer.info(&format!(
             "the target, workload cluster {name} (through its kubeconfig Secret), runs every provider the source does"

@@ -10,6 +10,9 @@ use crate::names::CLUSTERCTL_GROUP;
 use crate::output::{ExitStatus, Printer, Render};
 use crate::settings::Settings;
 
+/// The plugin's version, as `kubectl capi version` reports it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionReport {
@@ -95,7 +98,7 @@ pub async fn run(args: &VersionArgs, settings: &Settings, printer: &Printer) -> 
     let report = VersionReport {
         api_version: crate::names::OUTPUT_API_VERSION,
         kind: "Version",
-        plugin: crate::VERSION.to_string(),
+        plugin: VERSION.to_string(),
         management_cluster: management,
     };
     printer.report(&report)?;

@@ -97,7 +97,7 @@ async fn patch_one(
 ) -> Result<Action> {
     let api = api_for(cluster, catalog, &target.object)?;
     let mut params = PatchParams {
-        field_manager: Some(crate::kube::FIELD_MANAGER.into()),
+        field_manager: Some(crate::names::FIELD_MANAGER.into()),
         ..PatchParams::default()
     };
     params.dry_run = request.dry_run == DryRun::Server;

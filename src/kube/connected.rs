@@ -1,7 +1,7 @@
 //! One end of a command, connected and discovered once: its client and what it serves, handed
 //! to every step after instead of the flags that reach it.
 
-use super::{Catalog, Cluster, connect};
+use super::{catalog::Catalog, connect::Cluster, connect::connect};
 use crate::error::Result;
 use crate::settings::Connection;
 

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::Stop;
+use super::stop::Stop;
 
 /// A moment, on two clocks: the monotonic one (never goes back, but on some systems stops while
 /// the machine sleeps) and the wall clock (counts sleep, but may jump). Elapsed time is the

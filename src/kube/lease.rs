@@ -26,7 +26,7 @@ use serde_json::json;
 
 use super::gate::{Guard, Stamp};
 pub use super::holder::Holder;
-use super::{Cluster, Stop};
+use super::{connect::Cluster, stop::Stop};
 use crate::error::{Error, Result};
 use crate::names::{LEASE_HOLDER_ANNOTATION, LEASE_NAME, LEASE_NAMESPACE};
 

@@ -10,9 +10,6 @@ pub mod lease;
 pub mod retry;
 pub mod stop;
 
-/// The field manager every write of the plugin names (servers record it in managedFields).
-pub const FIELD_MANAGER: &str = "kubectl-capi";
-
 pub use catalog::{Catalog, KindInfo};
 pub use connect::{Cluster, connect, read_kubeconfig};
 pub use connected::Connected;

@@ -4,7 +4,10 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 
 use super::conditions::{self, Condition};
-use super::{Dialect, ObjectRef, TypedRef, is_deleting, is_paused_by_annotation};
+use super::{
+    object::Dialect, object::ObjectRef, object::TypedRef, object::is_deleting,
+    object::is_paused_by_annotation,
+};
 
 #[derive(Debug, Clone)]
 pub struct ClusterView {
@@ -82,7 +85,7 @@ impl ClusterView {
             dialect,
             paused: spec["paused"].as_bool().unwrap_or(false),
             paused_annotation: is_paused_by_annotation(object),
-            moved_by: super::annotation(object, crate::names::MOVED_BY_ANNOTATION)
+            moved_by: super::object::annotation(object, crate::names::MOVED_BY_ANNOTATION)
                 .map(str::to_string),
             infrastructure_provisioned,
             control_plane_initialized_condition,
@@ -146,7 +149,7 @@ impl ClusterClassView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::fixtures::object;
+    use crate::model::object::fixtures::object;
 
     #[test]
     fn reads_a_v1beta2_cluster() {

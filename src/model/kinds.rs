@@ -2,7 +2,7 @@
 //! which is an infrastructure pool, which remediates, which a move pauses — read by `model`,
 //! `ready`, `freeze` and `mover`. A new scaling kind is one entry here (and its tests).
 
-use super::ScalerKind;
+use super::scalers::ScalerKind;
 use crate::kube::Catalog;
 use crate::names::{BOOTSTRAP_GROUP, CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
 
@@ -81,13 +81,13 @@ pub fn paused_by_move(group: &str, kind: &str) -> bool {
 /// Whether `object` already carries the pause a move would set (a Cluster's `spec.paused`, a
 /// ClusterClass's annotation): a move leaves such an object paused when it ends.
 pub fn paused_as_a_move_pauses(
-    reference: &super::ObjectRef,
+    reference: &super::object::ObjectRef,
     object: &kube::api::DynamicObject,
 ) -> bool {
     if reference.is_core_cluster() {
         object.data["spec"]["paused"].as_bool().unwrap_or(false)
     } else {
-        super::is_paused_by_annotation(object)
+        super::object::is_paused_by_annotation(object)
     }
 }
 

@@ -4,8 +4,9 @@ use kube::api::DynamicObject;
 
 use super::conditions::{self, Condition};
 use super::{
-    Controller, Dialect, ObjectRef, TypedRef, cluster_name_of, controller_of, is_deleting,
-    is_paused_by_annotation, label,
+    object::Controller, object::Dialect, object::ObjectRef, object::TypedRef,
+    object::cluster_name_of, object::controller_of, object::is_deleting,
+    object::is_paused_by_annotation, object::label,
 };
 use crate::names::CONTROL_PLANE_LABEL;
 
@@ -63,7 +64,7 @@ impl MachineView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::fixtures::object;
+    use crate::model::object::fixtures::object;
 
     #[test]
     fn node_ref_in_both_dialects() {

@@ -6,8 +6,9 @@ use serde::Serialize;
 
 use super::conditions::{self, Condition};
 use super::{
-    Controller, Dialect, ObjectRef, TypedRef, cluster_name_of, controller_of, has_annotation, int,
-    is_deleting, is_paused_by_annotation,
+    object::Controller, object::Dialect, object::ObjectRef, object::TypedRef,
+    object::cluster_name_of, object::controller_of, object::has_annotation, object::int,
+    object::is_deleting, object::is_paused_by_annotation,
 };
 use crate::names::{
     AUTOSCALER_MAX_ANNOTATION, AUTOSCALER_MIN_ANNOTATION, REPLICAS_MANAGED_BY_ANNOTATION,
@@ -125,7 +126,7 @@ impl HealthCheckView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::fixtures::object;
+    use crate::model::object::fixtures::object;
 
     #[test]
     fn control_plane_counters_and_pause_in_both_dialects() {

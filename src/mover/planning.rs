@@ -3,17 +3,18 @@
 
 use std::collections::BTreeSet;
 
-use super::discover::{list_objects, move_types};
-use super::execute::Source;
-use super::graph::Graph;
-use super::journal::{self, Stage};
-use super::plan::{MovePlan, plan};
-use super::preflight::{ThisMove, preflight};
-use super::report::{plan_report, rendered};
-use super::steps::{History, Move, Planned, Step};
 use crate::cli::DryRun;
 use crate::error::{Error, Result};
 use crate::model::ObjectRef;
+use crate::mover::checks::findings::ThisMove;
+use crate::mover::checks::preflight::preflight;
+use crate::mover::graph::discover::{list_objects, move_types};
+use crate::mover::graph::object_graph::Graph;
+use crate::mover::graph::plan::{MovePlan, plan};
+use crate::mover::journal::{self, Stage};
+use crate::mover::report::{plan_report, rendered};
+use crate::mover::steps::{History, Move, Planned, Step};
+use crate::mover::write::execute::Source;
 use crate::output::ExitStatus;
 use crate::snapshot::ListScope;
 
@@ -24,7 +25,7 @@ impl Move<'_> {
         let types = move_types(self.source(), &self.ends.source.catalog).await?;
         let objects = list_objects(self.source(), &types, &self.scope).await?;
         let graph = Graph::build(&objects, self.namespace.as_deref());
-        let all_clusters: Vec<&crate::mover::graph::Node> = graph
+        let all_clusters: Vec<&crate::mover::graph::object_graph::Node> = graph
             .nodes
             .values()
             .filter(|n| !n.is_virtual() && n.reference.is_core_cluster())
@@ -118,8 +119,8 @@ impl Move<'_> {
     async fn select(
         &self,
         history: &History,
-        types: &[crate::mover::discover::MoveType],
-        all_clusters: &[&crate::mover::graph::Node],
+        types: &[crate::mover::graph::discover::MoveType],
+        all_clusters: &[&crate::mover::graph::object_graph::Node],
         (selector, matching): (Option<&str>, Option<&BTreeSet<String>>),
     ) -> Result<Step<BTreeSet<String>>> {
         let scope_shown = self.scope.to_string();
@@ -129,7 +130,7 @@ impl Move<'_> {
             &self.request.clusters,
             |n| n.reference.name.as_str(),
         );
-        let found: Vec<&crate::mover::graph::Node> = named
+        let found: Vec<&crate::mover::graph::object_graph::Node> = named
             .into_iter()
             .filter(|n| matching.is_none_or(|m| m.contains(&n.uid)))
             .collect();
@@ -186,7 +187,7 @@ impl Move<'_> {
     /// LIST with it.
     async fn clusters_matching(
         &self,
-        types: &[crate::mover::discover::MoveType],
+        types: &[crate::mover::graph::discover::MoveType],
         selector: &str,
     ) -> Result<BTreeSet<String>> {
         let Some(clusters) = types
@@ -210,7 +211,7 @@ impl Move<'_> {
     async fn moved_and_there(
         &self,
         history: &History,
-        types: &[crate::mover::discover::MoveType],
+        types: &[crate::mover::graph::discover::MoveType],
     ) -> Result<Vec<ObjectRef>> {
         let (Some(record), Some(target), Some(clusters)) = (
             &history.finished,
@@ -248,14 +249,15 @@ impl Move<'_> {
     async fn all_in_target(
         &self,
         plan: &MovePlan,
-        types: &[crate::mover::discover::MoveType],
+        types: &[crate::mover::graph::discover::MoveType],
     ) -> Result<bool> {
         let Some(target) = &self.ends.target else {
             return Ok(false);
         };
-        let there = crate::mover::preflight::existing_in_target(plan, types, &target.cluster)
-            .await?
-            .len();
+        let there =
+            crate::mover::checks::dry_runs::existing_in_target(plan, types, &target.cluster)
+                .await?
+                .len();
         Ok(there == plan.scheduled.len())
     }
 
@@ -295,7 +297,7 @@ impl Move<'_> {
             types: &planned.types,
             scope: &self.scope,
         };
-        let written = crate::mover::directory::backup(plan, &from, directory).await?;
+        let written = crate::mover::backup::directory::backup(plan, &from, directory).await?;
         self.printer.data(&format!(
             "wrote {written} objects of {} Cluster(s) to {}\n",
             clusters.len(),

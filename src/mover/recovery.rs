@@ -9,16 +9,16 @@ use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt, stream};
 
-use super::delete::{Deleted, delete_entries};
-use super::execute::Summary;
-use super::journal::{self, Entry, Journal, JournalFile, Stage, entry_resource};
-use super::pause::{PausedWhere, patch_paused, paused_entries};
-use super::progress::Progress;
-use super::requests::{DEFAULT_CONCURRENCY, api, kind_key};
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::kube::Stop;
 use crate::model::ClusterView;
+use crate::mover::addressing::{DEFAULT_CONCURRENCY, api, kind_key};
+use crate::mover::journal::{self, Entry, Journal, JournalFile, Stage, entry_resource};
+use crate::mover::progress::Progress;
+use crate::mover::write::delete::{Deleted, delete_entries};
+use crate::mover::write::execute::Summary;
+use crate::mover::write::pause::{PausedWhere, patch_paused, paused_entries};
 use crate::names::CORE_GROUP;
 use crate::ready::evaluate::UnfinishedMove;
 use crate::snapshot::Snapshot;
@@ -281,8 +281,10 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
         progress,
     )
     .await?;
-    let mut not_recorded = super::record::leave_in_target(target, &journal, concurrency).await;
-    not_recorded.extend(super::record::remove_from_source(source, &journal.journal).await);
+    let mut not_recorded =
+        crate::mover::write::record::leave_in_target(target, &journal, concurrency).await;
+    not_recorded
+        .extend(crate::mover::write::record::remove_from_source(source, &journal.journal).await);
     journal.stage(Stage::Done).await?;
     let mut created: BTreeMap<String, usize> = BTreeMap::new();
     for entry in &journal.journal.entries {
@@ -348,7 +350,7 @@ pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
         progress,
     )
     .await?;
-    super::namespaces::remove_if_empty(target, &journal.journal).await?;
+    crate::mover::write::namespaces::remove_if_empty(target, &journal.journal).await?;
     patch_paused(
         source,
         &paused_entries(&journal.journal, PausedWhere::All),
@@ -421,42 +423,44 @@ pub async fn unfinished_moves(
         .collect();
     namespaces.insert("default".into());
     let namespaces: Vec<String> = namespaces.into_iter().collect();
-    Ok(super::journal::copy::unfinished(cluster, &namespaces)
-        .await?
-        .into_iter()
-        .map(|journal| {
-            let word = crate::settings::shell_word;
-            let mut command = String::from("kubectl capi move");
-            for name in &journal.clusters {
-                command.push_str(&format!(" {}", word(name)));
-            }
-            command.push_str(flags);
-            match &journal.namespace {
-                Some(namespace) => command.push_str(&format!(" -n {}", word(namespace))),
-                None => command.push_str(" -A"),
-            }
-            if let Some(selector) = &journal.selector {
-                command.push_str(&format!(" -l {}", word(selector)));
-            }
-            if let Some(kubeconfig) = &journal.target.kubeconfig {
-                command.push_str(&format!(" --to-kubeconfig {}", word(kubeconfig)));
-            }
-            if let Some(context) = &journal.target.context {
-                command.push_str(&format!(" --to-context {}", word(context)));
-            }
-            if let Some(cluster) = &journal.target.cluster {
-                command.push_str(&format!(" --to-cluster {}", word(cluster)));
-            }
-            UnfinishedMove {
-                clusters: journal
-                    .paused
-                    .iter()
-                    .filter(|r| r.is_core_cluster())
-                    .map(|r| (r.namespace.clone(), r.name.clone()))
-                    .collect(),
-                resume: format!("{command} --resume"),
-                rollback: format!("{command} --rollback"),
-            }
-        })
-        .collect())
+    Ok(
+        crate::mover::journal::copy::unfinished(cluster, &namespaces)
+            .await?
+            .into_iter()
+            .map(|journal| {
+                let word = crate::settings::shell_word;
+                let mut command = String::from("kubectl capi move");
+                for name in &journal.clusters {
+                    command.push_str(&format!(" {}", word(name)));
+                }
+                command.push_str(flags);
+                match &journal.namespace {
+                    Some(namespace) => command.push_str(&format!(" -n {}", word(namespace))),
+                    None => command.push_str(" -A"),
+                }
+                if let Some(selector) = &journal.selector {
+                    command.push_str(&format!(" -l {}", word(selector)));
+                }
+                if let Some(kubeconfig) = &journal.target.kubeconfig {
+                    command.push_str(&format!(" --to-kubeconfig {}", word(kubeconfig)));
+                }
+                if let Some(context) = &journal.target.context {
+                    command.push_str(&format!(" --to-context {}", word(context)));
+                }
+                if let Some(cluster) = &journal.target.cluster {
+                    command.push_str(&format!(" --to-cluster {}", word(cluster)));
+                }
+                UnfinishedMove {
+                    clusters: journal
+                        .paused
+                        .iter()
+                        .filter(|r| r.is_core_cluster())
+                        .map(|r| (r.namespace.clone(), r.name.clone()))
+                        .collect(),
+                    resume: format!("{command} --resume"),
+                    rollback: format!("{command} --rollback"),
+                }
+            })
+            .collect(),
+    )
 }

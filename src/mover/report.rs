@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::delete::Skipped;
-use super::execute::Summary;
-use super::journal::{Journal, Stage};
-use super::plan::{Excluded, MovePlan, TreeNode};
-use super::request::{MoveRequest, scope_flags};
 use crate::error::Result;
 use crate::model::ObjectRef;
+use crate::mover::graph::plan::{Excluded, MovePlan, TreeNode};
+use crate::mover::journal::{Journal, Stage};
+use crate::mover::request::{MoveRequest, scope_flags};
+use crate::mover::write::delete::Skipped;
+use crate::mover::write::execute::Summary;
 use crate::output::table::table;
 use crate::output::{Printer, Render};
 
@@ -201,7 +201,7 @@ pub fn finished_note(finished: Option<&Journal>) -> String {
 }
 
 /// The preflight's refusals, each rendered once, in the order the checks found them.
-pub fn rendered(refusals: &[crate::mover::preflight::Refusal]) -> Vec<String> {
+pub fn rendered(refusals: &[crate::mover::checks::findings::Refusal]) -> Vec<String> {
     refusals.iter().map(ToString::to_string).collect()
 }
 

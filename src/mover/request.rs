@@ -97,11 +97,11 @@ impl MoveRequest {
     /// The flags and local paths, before anything is read or written in a cluster.
     fn check_local(&self) -> Result<()> {
         if let Some(directory) = &self.to_directory {
-            super::directory::check_backup_directory(directory)?;
+            crate::mover::backup::directory::check_backup_directory(directory)?;
         }
         let to_a_cluster = self.target.is_some() || self.to_cluster.is_some();
         if to_a_cluster && self.dry_run == DryRun::None {
-            super::journal::check_writable(self.journal.as_deref())?;
+            crate::mover::journal::check_writable(self.journal.as_deref())?;
         }
         if !to_a_cluster && self.to_directory.is_none() && self.dry_run != DryRun::Client {
             return Err(Error::Usage(
@@ -229,8 +229,11 @@ impl MoveRequest {
         };
         let mut after = self.clone();
         let mut inline = inline.clone();
-        inline.reach =
-            super::workload::reach(&kept.name(), &kept.namespace, &self.source.as_flags());
+        inline.reach = crate::mover::ends::workload::reach(
+            &kept.name(),
+            &kept.namespace,
+            &self.source.as_flags(),
+        );
         if let Some(target) = after.target.as_mut() {
             target.inline = Some(inline);
         }
@@ -239,12 +242,12 @@ impl MoveRequest {
 
     /// After a pivot of the `--to-cluster` Cluster into itself (it is among `moved`): the copy of
     /// its kubeconfig the move keeps in the source.
-    pub fn pivot_kept(&self, moved: &[ObjectRef]) -> Option<super::journal::kept::Kept> {
+    pub fn pivot_kept(&self, moved: &[ObjectRef]) -> Option<crate::mover::journal::kept::Kept> {
         let name = self.to_cluster.as_ref()?;
         let pivoted = moved
             .iter()
             .find(|c| c.is_core_cluster() && &c.name == name)?;
-        Some(super::journal::kept::Kept {
+        Some(crate::mover::journal::kept::Kept {
             namespace: pivoted.namespace.clone(),
             cluster: name.clone(),
         })

@@ -3,19 +3,19 @@
 
 use std::collections::BTreeSet;
 
-use super::ends::Ends;
-use super::execute::Summary;
-use super::journal::{self, Journal, JournalCopy, JournalFile, MoveId, Stage};
-use super::plan::MovePlan;
-use super::progress::Progress;
-use super::recovery::{self, Recorded, Records};
-use super::recovery::{Replay, finish_from_journal, rollback_from_journal};
-use super::report::{finished_note, warn_skipped};
-use super::request::MoveRequest;
 use crate::cli::DryRun;
 use crate::error::{Error, Result};
 use crate::kube::{Cluster, Connected, OnCtrlC, Stop};
 use crate::model::ObjectRef;
+use crate::mover::ends::both::Ends;
+use crate::mover::graph::plan::MovePlan;
+use crate::mover::journal::{self, Journal, JournalCopy, JournalFile, MoveId, Stage};
+use crate::mover::progress::Progress;
+use crate::mover::recovery::{self, Recorded, Records};
+use crate::mover::recovery::{Replay, finish_from_journal, rollback_from_journal};
+use crate::mover::report::{finished_note, warn_skipped};
+use crate::mover::request::MoveRequest;
+use crate::mover::write::execute::Summary;
 use crate::output::{ExitStatus, Printer};
 use crate::snapshot::ListScope;
 
@@ -56,8 +56,8 @@ pub struct History {
 
 /// The move planned from a fresh listing of the source.
 pub struct Planned {
-    pub types: Vec<crate::mover::discover::MoveType>,
-    pub objects: crate::mover::graph::TypedObjects,
+    pub types: Vec<crate::mover::graph::discover::MoveType>,
+    pub objects: crate::mover::graph::object_graph::TypedObjects,
     pub plan: MovePlan,
     pub clusters: Vec<ObjectRef>,
 }
@@ -65,7 +65,7 @@ pub struct Planned {
 /// What the preflight learnt that the move needs.
 pub struct Checked {
     pub in_target: BTreeSet<String>,
-    pub made_namespaces: Vec<crate::mover::namespaces::MadeNamespace>,
+    pub made_namespaces: Vec<crate::mover::write::namespaces::MadeNamespace>,
     /// Objects whose copy an earlier move between these clusters made: reused.
     pub reused: BTreeSet<String>,
     /// What a server-side dry run could not check yet (one line each).
@@ -75,7 +75,7 @@ pub struct Checked {
 }
 
 /// One run of `kubectl capi move` between two clusters (or to a directory): what was asked,
-/// its ends and its records. Its methods are the steps [`super::run`] takes.
+/// its ends and its records. Its methods are the steps [`crate::mover::story::run`] takes.
 pub(super) struct Move<'a> {
     pub(super) request: &'a MoveRequest,
     pub(super) ends: &'a Ends,
@@ -190,8 +190,8 @@ impl<'a> Move<'a> {
     }
 
     /// Where a `--to-cluster` move keeps its target's kubeconfig while it runs.
-    pub(super) fn kept_kubeconfig(&self) -> Option<super::journal::kept::Kept> {
-        Some(super::journal::kept::Kept {
+    pub(super) fn kept_kubeconfig(&self) -> Option<crate::mover::journal::kept::Kept> {
+        Some(crate::mover::journal::kept::Kept {
             namespace: self.namespace.clone()?,
             cluster: self.request.to_cluster.clone()?,
         })

@@ -6,13 +6,13 @@
 
 use std::collections::BTreeSet;
 
-use super::ends::Ends;
-use super::execute::Summary;
-use super::progress::Progress;
-use super::request::MoveRequest;
 use crate::error::{Error, Result};
 use crate::kube::{OnCtrlC, Stop};
 use crate::model::ObjectRef;
+use crate::mover::ends::both::Ends;
+use crate::mover::progress::Progress;
+use crate::mover::request::MoveRequest;
+use crate::mover::write::execute::Summary;
 use crate::output::{ExitStatus, Printer};
 use crate::verify::{MovedCluster, VerificationReport, Verified};
 
@@ -36,7 +36,7 @@ pub(crate) trait Around {
     fn show_verification(&self, report: &VerificationReport) -> Result<()>;
 }
 
-/// `kubectl capi move`, whole: freeze and wait → move (see [`super::move_once`]) → release →
+/// `kubectl capi move`, whole: freeze and wait → move (see [`crate::mover::move_once::move_once`]) → release →
 /// verify. A table is shown as soon as the move ends; a document once, whole, at the end.
 pub(crate) async fn run(
     request: &MoveRequest,
@@ -50,7 +50,7 @@ pub(crate) async fn run(
         Ok(froze) => froze,
         Err(status) => return Ok(status),
     };
-    let moved = super::move_once(request, ends, (printer, progress), stop).await;
+    let moved = crate::mover::move_once::move_once(request, ends, (printer, progress), stop).await;
     let mut summary = match after_refusal(request, printer, around, moved, froze).await? {
         Ok(summary) => summary,
         Err(status) => return Ok(status),
@@ -92,7 +92,8 @@ async fn before_moving(
     }
     let step = printer.step();
     if let Some(status) =
-        super::check_before_freezing(request, ends, (&step, progress), stop).await?
+        crate::mover::move_once::check_before_freezing(request, ends, (&step, progress), stop)
+            .await?
     {
         return Ok(Err(status));
     }
@@ -126,12 +127,12 @@ async fn after_refusal(
     request: &MoveRequest,
     printer: &Printer,
     around: &impl Around,
-    moved: Result<super::Finished>,
+    moved: Result<crate::mover::steps::Finished>,
     froze: BTreeSet<ObjectRef>,
 ) -> Result<std::result::Result<Box<Summary>, ExitStatus>> {
     let refused = matches!(
         moved,
-        Ok(super::Finished::Ended(ExitStatus::Failure)) | Err(Error::Refused(_))
+        Ok(crate::mover::steps::Finished::Ended(ExitStatus::Failure)) | Err(Error::Refused(_))
     );
     if refused && !froze.is_empty() {
         let count = froze.len();
@@ -143,8 +144,8 @@ async fn after_refusal(
         return moved.map(|_| Err(ExitStatus::Failure));
     }
     match moved {
-        Ok(super::Finished::Moved(summary)) => Ok(Ok(summary)),
-        Ok(super::Finished::Ended(other)) => {
+        Ok(crate::mover::steps::Finished::Moved(summary)) => Ok(Ok(summary)),
+        Ok(crate::mover::steps::Finished::Ended(other)) => {
             if request.freeze {
                 printer.note(&format!(
                     "note: nothing was moved{}",

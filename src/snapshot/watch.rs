@@ -11,7 +11,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
 
-use super::{Fetch, KindKey, Snapshot, list_api, set_types};
+use super::{index::Fetch, index::KindKey, index::Snapshot, index::list_api, index::set_types};
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster};
 use crate::output::Log;
@@ -55,7 +55,7 @@ pub async fn until<T>(
                 // Stores hold what every evaluation reads, as a LIST for evaluation does:
                 // a real server's managedFields would weigh more than the rest.
                 set_types(o, &resource);
-                super::for_evaluation(o);
+                super::listed::for_evaluation(o);
             })
         });
         let stream = reflector::reflector(writer, events);

@@ -5,15 +5,40 @@
 use std::collections::BTreeMap;
 
 use kube::api::DynamicObject;
+use serde::Serialize;
 
 use super::{
-    ClusterVerification, MovedCluster, control_plane_name, kind_name, named, provider_id, scalers,
+    record::MovedCluster, record::control_plane_name, record::kind_name, record::named,
+    record::provider_id, record::scalers,
 };
 use crate::model::conditions;
 use crate::model::{ClusterView, Dialect, MachineView, ObjectRef};
 use crate::names::CORE_GROUP;
 use crate::settings::shell_word;
 use crate::snapshot::Snapshot;
+
+/// What a verification found about one Cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterVerification {
+    pub cluster: ObjectRef,
+    /// Every check passed.
+    pub verified: bool,
+    /// Checks that failed: the target did something a move must not lead to. Final.
+    pub failed: Vec<String>,
+    /// Checks not passed yet (health, replicas): may still pass.
+    pub pending: Vec<String>,
+    /// Checks that wait for the freeze `pause` put on the Cluster's scalers (which travelled
+    /// with the move) to be released: frozen controllers write no status, so waiting for them
+    /// is pointless until then. What a frozen target can show was checked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after_resume: Vec<String>,
+    /// The one-line account: what was adopted, or how many checks failed and are pending.
+    pub summary: String,
+    /// Shared objects copied to the target and kept in the source, as the move meant.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept_in_source: Vec<String>,
+}
 
 pub(super) fn verify_cluster(
     moved: &MovedCluster,

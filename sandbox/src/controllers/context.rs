@@ -9,8 +9,8 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::Config;
 use super::cloud::Cloud;
+use super::config::Config;
 use super::holds::{Holds, Step};
 use super::pause::{is_paused, paused_condition};
 use super::shape::{Shape, changes};

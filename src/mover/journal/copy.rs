@@ -10,10 +10,10 @@ use futures::{StreamExt, stream};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
-use super::Journal;
 use crate::error::Result;
 use crate::kube::Cluster;
-use crate::mover::requests::only_uid;
+use crate::mover::addressing::only_uid;
+use crate::mover::journal::document::Journal;
 
 use crate::names::JOURNAL_COPY_LABEL as LABEL;
 const SHARD_LABEL: &str = "kubectl-capi.dev/move-journal-shard";
@@ -108,7 +108,7 @@ pub async fn save(
                     let written = api
                         .patch(
                             &name(key, index),
-                            &PatchParams::apply(crate::kube::FIELD_MANAGER).force(),
+                            &PatchParams::apply(crate::names::FIELD_MANAGER).force(),
                             &Patch::Apply(&body),
                         )
                         .await

@@ -11,7 +11,7 @@ use kube::api::{Api, PostParams};
 
 use crate::error::Result;
 use crate::kube::Cluster;
-use crate::mover::requests::only_uid;
+use crate::mover::addressing::only_uid;
 use crate::names::MOVE_KUBECONFIG_LABEL;
 
 /// The kept kubeconfig of the workload cluster `cluster`: a Secret in its namespace.
@@ -68,7 +68,7 @@ impl Kept {
             ..Default::default()
         };
         let params = PostParams {
-            field_manager: Some(crate::kube::FIELD_MANAGER.into()),
+            field_manager: Some(crate::names::FIELD_MANAGER.into()),
             ..Default::default()
         };
         match self.api(source).create(&params, &secret).await {

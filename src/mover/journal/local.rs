@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::Journal;
 use crate::error::{Error, Result};
+use crate::mover::journal::document::Journal;
 
 /// Checks, before anything is written in a cluster, that a journal can be written at `path`
 /// (`--journal`), or in the default directory: the directory is made (0700) and a probe file is
@@ -154,7 +154,7 @@ pub fn finished_pivot(
         })
         .filter_map(|p| Journal::load(&p).ok().map(|j| (p, j)))
         .filter(|(_, j)| {
-            j.stage == super::Stage::Done
+            j.stage == crate::mover::journal::document::Stage::Done
                 && j.source.identity.as_deref() == Some(source)
                 && j.target.cluster.as_deref() == Some(cluster)
                 && j.namespace.as_deref() == Some(namespace)

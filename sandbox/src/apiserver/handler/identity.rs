@@ -1,7 +1,11 @@
 //! Who is asking, and the answer when they may not: authentication by token or client
 //! certificate, and forbidden Status bodies.
 
-use super::*;
+use super::parts::*;
+use crate::apiserver::shared::Shared;
+use crate::apiserver::status::{ApiError, ApiResult};
+use http::{HeaderMap, header};
+use serde_json::json;
 
 pub(super) fn authenticate(shared: &Shared, headers: &HeaderMap) -> ApiResult<User> {
     let presented = headers

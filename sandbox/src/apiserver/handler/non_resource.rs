@@ -1,7 +1,15 @@
 //! Paths outside the resource tree: discovery documents, /version, health checks and the
 //! index of paths.
 
-use super::*;
+use super::parts::*;
+use crate::apiserver::body::{self, Body};
+use crate::apiserver::discovery;
+use crate::apiserver::resources::ResourceDef;
+use crate::apiserver::shared::Shared;
+use crate::apiserver::status::{ApiError, ApiResult};
+use http::{HeaderMap, Method, Response, header};
+use serde_json::json;
+use std::sync::Arc;
 
 pub(super) fn non_resource(
     shared: &Shared,

@@ -1,6 +1,17 @@
 //! Reads: LIST pages with continue tokens, and WATCH streams.
 
-use super::*;
+use super::parts::*;
+use crate::apiserver::body::{self, Body};
+use crate::apiserver::ops;
+use crate::apiserver::shared::Shared;
+use crate::apiserver::status::{ApiError, ApiResult};
+use crate::apiserver::watch::{self, WatchSpec};
+use bytes::Bytes;
+use http::{Response, header};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
 
 /// Continue tokens carry the list's resourceVersion and the last key served, as the real server's do.
 pub(super) fn continue_token(rv: u64, namespace: &str, name: &str) -> String {

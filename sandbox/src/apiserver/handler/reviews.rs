@@ -1,6 +1,10 @@
 //! Access reviews: what a user may do, as SelfSubjectAccessReview and SelfSubjectRulesReview answer.
 
-use super::*;
+use super::parts::*;
+use crate::apiserver::ops::WriteCtx;
+use crate::apiserver::resources::ResourceDef;
+use crate::apiserver::shared::Shared;
+use serde_json::{Value, json};
 
 /// The answer to a review: the request as sent, with the status the server decides and the
 /// managedFields entry a real server records for the fields sent (its `spec` is a struct, not a
@@ -29,9 +33,9 @@ pub(super) fn review(
         _ => json!({}),
     };
     let sent = json!({"spec": review["spec"]});
-    let mut fields = super::super::fields::to_fields_v1(&super::super::fields::fields_of(
+    let mut fields = crate::apiserver::fields::to_fields_v1(&crate::apiserver::fields::fields_of(
         &sent,
-        super::super::fields::Scope::Whole,
+        crate::apiserver::fields::Scope::Whole,
     ));
     if let Some(spec) = fields["f:spec"].as_object_mut() {
         spec.remove(".");

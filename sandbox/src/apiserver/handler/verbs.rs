@@ -1,6 +1,16 @@
 //! The verbs on one object or collection: get, create, update, delete, delete a collection.
 
-use super::*;
+use super::parts::*;
+use super::reviews::*;
+use super::writes::*;
+use crate::apiserver::ops::{self, Deleted, UpdateKind};
+use crate::apiserver::resources::Flavor;
+use crate::apiserver::shared::Shared;
+use crate::apiserver::status::{ApiError, ApiResult, success_status};
+use bytes::Bytes;
+use http::HeaderMap;
+use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// What one request carries into the verb that serves it.
 pub(super) struct Call<'a> {

@@ -1,12 +1,19 @@
 //! Writes' own parsing: PATCH bodies by patch type, DELETE options.
 
-use super::*;
+use super::parts::*;
+use crate::apiserver::ops::{self, DeleteOptions, UpdateKind};
+use crate::apiserver::patch::{self, PatchKind};
+use crate::apiserver::shared::Shared;
+use crate::apiserver::status::{ApiError, ApiResult};
+use bytes::Bytes;
+use http::HeaderMap;
+use serde_json::Value;
 
 pub(super) fn delete_options(body: &Bytes, content_type: &str) -> ApiResult<(DeleteOptions, bool)> {
     if body.is_empty() {
         return Ok((DeleteOptions::default(), false));
     }
-    let value: Value = if content_type.starts_with(super::super::protobuf::CONTENT_TYPE) {
+    let value: Value = if content_type.starts_with(crate::apiserver::protobuf::CONTENT_TYPE) {
         parse_body(body, content_type)?
     } else {
         serde_json::from_slice(body)
@@ -51,7 +58,7 @@ pub(super) fn patch(
                 "PatchOptions",
                 "meta.k8s.io",
                 "",
-                vec![super::super::status::Cause::required(
+                vec![crate::apiserver::status::Cause::required(
                     "fieldManager",
                     "is required for apply patch",
                 )],

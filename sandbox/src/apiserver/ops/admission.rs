@@ -1,6 +1,13 @@
 //! What a write must pass before it is stored: metadata, names, sizes, CRD validity, unknown fields, the namespace it goes into and its kind.
 
-use super::*;
+use super::context::*;
+use crate::apiserver::fields::SYSTEM_METADATA;
+use crate::apiserver::resources::{Flavor, ResourceDef, default_crd};
+use crate::apiserver::status::{ApiError, ApiResult, Cause};
+use crate::apiserver::store::State;
+use crate::apiserver::validation::{self, DNS1123_LABEL_MSG, DNS1123_SUBDOMAIN_MSG};
+use base64::Engine;
+use serde_json::{Value, json};
 
 /// Checks every write makes of metadata: name format, owner references.
 pub(super) fn validate_metadata(def: &ResourceDef, object: &Value, name: &str) -> Vec<Cause> {

@@ -1,6 +1,14 @@
 //! The scale subresource and server-side apply.
 
-use super::*;
+use super::admission::*;
+use super::context::*;
+use super::writes::*;
+use crate::apiserver::fields::{self};
+use crate::apiserver::resources::ResourceDef;
+use crate::apiserver::status::{ApiError, ApiResult};
+use crate::apiserver::store::{ObjKey, State};
+use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// The autoscaling/v1 Scale view of an object with a scale subresource.
 pub fn scale_of(def: &ResourceDef, version: &str, object: &Value) -> Option<Value> {

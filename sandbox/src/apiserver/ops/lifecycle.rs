@@ -1,6 +1,11 @@
 //! The end of objects: finalizers, namespaces terminating, and the garbage collector.
 
-use super::*;
+use super::context::*;
+use crate::apiserver::resources::{Flavor, ResKey, ResourceDef};
+use crate::apiserver::status::{ApiError, ApiResult};
+use crate::apiserver::store::{ObjKey, State, owner_uids, uid_of};
+use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// The last step of a deletion: the object leaves storage; a CRD takes its objects with it.
 pub(super) fn finish_removal(
@@ -160,4 +165,93 @@ pub(super) fn remove_finalizer(
         }
     }
     state.put(res, next);
+}
+
+pub fn delete(
+    state: &mut State,
+    def: &ResourceDef,
+    key: &ObjKey,
+    options: &DeleteOptions,
+    dry_run: bool,
+    time: &str,
+) -> ApiResult<Deleted> {
+    let names = def.names();
+    let old = state
+        .get(&def.key(), key)
+        .ok_or_else(|| ApiError::not_found(&names, &key.1))?;
+    if let Some(uid) = &options.precondition_uid
+        && uid != uid_of(&old)
+    {
+        return Err(ApiError::conflict_with(
+            &names,
+            &key.1,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                uid_of(&old)
+            ),
+        ));
+    }
+    if let Some(rv) = &options.precondition_rv
+        && Some(rv.as_str()) != old["metadata"]["resourceVersion"].as_str()
+    {
+        return Err(ApiError::conflict_with(
+            &names,
+            &key.1,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                old["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    if old["metadata"].get("deletionTimestamp").is_some() {
+        return Ok(Deleted::Pending(old));
+    }
+    let mut finalizers: Vec<Value> = old["metadata"]["finalizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let policy_finalizer = match options.propagation.as_deref() {
+        Some("Orphan") => Some("orphan"),
+        Some("Foreground") => Some("foregroundDeletion"),
+        _ => None,
+    };
+    if let Some(f) = policy_finalizer
+        && !finalizers.contains(&json!(f))
+    {
+        finalizers.push(json!(f));
+    }
+    if def.flavor == Flavor::Namespace || !finalizers.is_empty() {
+        let mut pending = (*old).clone();
+        pending["metadata"]["deletionTimestamp"] = json!(time);
+        // Namespaces are finalized through spec.finalizers and carry no grace period.
+        if def.flavor != Flavor::Namespace {
+            pending["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        }
+        if !finalizers.is_empty() {
+            pending["metadata"]["finalizers"] = Value::Array(finalizers);
+        }
+        if def.has_generation() {
+            pending["metadata"]["generation"] =
+                json!(old["metadata"]["generation"].as_i64().unwrap_or(1) + 1);
+        }
+        if def.flavor == Flavor::Namespace {
+            pending["status"]["phase"] = json!("Terminating");
+        }
+        if dry_run {
+            return Ok(Deleted::Pending(Arc::new(pending)));
+        }
+        let stored = state.put(&def.key(), pending);
+        if def.flavor == Flavor::Namespace {
+            terminate_namespace(state, &key.1, time);
+        }
+        return Ok(Deleted::Pending(stored));
+    }
+    if dry_run {
+        return Ok(Deleted::Removed(old));
+    }
+    Ok(Deleted::Removed(
+        finish_removal(state, def, key, None).unwrap_or(old),
+    ))
 }

@@ -1,6 +1,12 @@
 //! What the server makes of a write's body: the name a create gets and the fields the server sets, what an update must agree with, and what it keeps of the stored object.
 
-use super::*;
+use super::admission::*;
+use super::context::*;
+use crate::apiserver::fields::Scope;
+use crate::apiserver::resources::{Flavor, ResourceDef};
+use crate::apiserver::status::{ApiError, ApiResult, Cause};
+use crate::apiserver::store::uid_of;
+use serde_json::{Value, json};
 
 /// The name a create gives the object (its own, or one generated from `generateName`), once the
 /// namespace of the URL is set in it (cleared for cluster-scoped kinds) and no resourceVersion

@@ -1,0 +1,494 @@
+//! The server itself: its options, the state its handlers share, serving a connection (in
+//! process as a tower service, or on loopback over HTTP(S)).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::{Notify, broadcast};
+
+use super::control::{FaultRule, Faults, Policy, RequestRecord};
+use super::kubeconfig::{KubeconfigEntry, kubeconfig};
+use super::shared::{ServerOptions, Shared};
+use super::store::State;
+
+/// A handle to one in-memory API server. Clones share the server.
+#[derive(Clone)]
+pub struct ApiServer {
+    pub(in crate::apiserver) shared: Arc<Shared>,
+}
+
+impl Default for ApiServer {
+    fn default() -> Self {
+        Self::new(ServerOptions::default())
+    }
+}
+
+impl ApiServer {
+    /// A new, empty server. Inside a tokio runtime it also runs the garbage collector.
+    pub fn new(options: ServerOptions) -> Self {
+        let (events, _) = broadcast::channel(65_536);
+        let (shutdown, _) = tokio::sync::watch::channel(false);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::new(events, options.history_limit)),
+            faults: Mutex::new(Faults::new(options.seed)),
+            options,
+            log: Mutex::new(Vec::new()),
+            policy: Mutex::new(Policy::default()),
+            gc_enabled: AtomicBool::new(true),
+            gc_notify: Notify::new(),
+            write_latency_us: AtomicU64::new(0),
+            clock: AtomicU64::new(0),
+            answers_held: AtomicUsize::new(0),
+            address: Mutex::new("127.0.0.1:0".to_string()),
+            shutdown,
+        });
+        // Built-in namespaces exist on every cluster.
+        for ns in ["default", "kube-system", "kube-public"] {
+            let ns_def = shared
+                .state
+                .lock()
+                .lookup("", "v1", "namespaces")
+                .expect("built-in");
+            let ctx = super::ops::WriteCtx {
+                manager: "kube-apiserver".into(),
+                api_version: "v1".into(),
+                dry_run: false,
+                time: super::ops::now(),
+            };
+            super::ops::create(
+                &mut shared.state.lock(),
+                &ns_def,
+                "v1",
+                None,
+                serde_json::json!({"metadata": {"name": ns}}),
+                &ctx,
+                false,
+            )
+            .expect("built-in namespace");
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(garbage_collector(Arc::downgrade(&shared)));
+        }
+        ApiServer { shared }
+    }
+
+    /// The server as a tower service, for `kube::Client::new` without sockets.
+    pub fn service(&self) -> ApiService {
+        ApiService {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// A kube client talking to this server in-process.
+    pub fn client(&self) -> kube::Client {
+        kube::Client::new(self.service(), "default")
+    }
+
+    /// Serves over TCP on 127.0.0.1 (port 0: any free port) until the returned handle is dropped.
+    pub async fn serve(&self, port: u16) -> anyhow::Result<Serving> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .with_context(|| format!("binding 127.0.0.1:{port}"))?;
+        let addr = listener.local_addr()?;
+        *self.shared.address.lock() = addr.to_string();
+        let tls = if self.shared.options.tls {
+            Some(super::tls::generate()?)
+        } else {
+            None
+        };
+        let acceptor = tls
+            .as_ref()
+            .map(|t| tokio_rustls::TlsAcceptor::from(t.config.clone()));
+        let shared = self.shared.clone();
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let shared = shared.clone();
+                let acceptor = acceptor.clone();
+                connections.spawn(async move {
+                    match acceptor {
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(stream).await {
+                                serve_connection(shared, stream).await;
+                            }
+                        }
+                        None => serve_connection(shared, stream).await,
+                    }
+                });
+                while connections.try_join_next().is_some() {}
+            }
+        });
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        Ok(Serving {
+            url: format!("{scheme}://{addr}"),
+            addr,
+            ca_pem: tls.map(|t| t.ca_pem),
+            token: self.shared.options.token.clone(),
+            task,
+        })
+    }
+
+    // ---- what tests observe ----
+
+    /// Every request served so far, in order.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.shared.log.lock().clone()
+    }
+
+    pub fn reset_requests(&self) {
+        self.shared.log.lock().clear();
+    }
+
+    /// How many watches clients whose User-Agent starts with `agent` have opened: the moment a
+    /// test's client is waiting on this server.
+    pub fn watches(&self, agent: &str) -> usize {
+        self.shared
+            .log
+            .lock()
+            .iter()
+            .filter(|r| r.verb == "watch" && r.agent.starts_with(agent))
+            .count()
+    }
+
+    /// How many requests had this verb on this resource (plural).
+    pub fn count(&self, verb: &str, resource: &str) -> usize {
+        self.shared
+            .log
+            .lock()
+            .iter()
+            .filter(|r| r.verb == verb && r.resource == resource)
+            .count()
+    }
+
+    /// Requests that changed state (not reads, dry runs or access reviews).
+    pub fn mutations(&self) -> Vec<RequestRecord> {
+        self.shared
+            .log
+            .lock()
+            .iter()
+            .filter(|r| r.is_mutation())
+            .cloned()
+            .collect()
+    }
+
+    // ---- what tests steer ----
+
+    pub fn inject(&self, rule: FaultRule) {
+        self.shared.faults.lock().add(rule);
+    }
+
+    /// How many applied requests are waiting for their answer to be released
+    /// ([`FaultAction::ApplyThenStall`]).
+    pub fn answers_held(&self) -> usize {
+        self.shared.answers_held.load(Ordering::SeqCst)
+    }
+
+    pub fn clear_faults(&self) {
+        self.shared.faults.lock().clear();
+    }
+
+    /// Forbid `verb` on `resource` to everyone (403, and SelfSubjectAccessReviews say no).
+    pub fn deny(&self, verb: &str, resource: &str) {
+        self.shared.policy.lock().deny(verb, resource);
+    }
+
+    /// Allow an impersonated `user` (or `group:<name>` for everyone in an impersonated group) to
+    /// `verb` `resource` in `group` (`*` matches anything).
+    pub fn grant(&self, user: &str, verb: &str, group: &str, resource: &str) {
+        self.shared.policy.lock().grant(user, verb, group, resource);
+    }
+
+    /// Added to every write before it is applied, outside the store lock: an etcd commit.
+    pub fn set_write_latency(&self, latency: Duration) {
+        self.shared
+            .write_latency_us
+            .store(latency.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Switches the garbage collector (and namespace cleanup after owners vanish) on or off.
+    pub fn set_garbage_collection(&self, enabled: bool) {
+        self.shared.gc_enabled.store(enabled, Ordering::Relaxed);
+        if enabled {
+            self.shared.gc_notify.notify_one();
+        }
+    }
+
+    /// Runs the garbage collector now, to completion.
+    pub fn collect_garbage(&self) {
+        super::ops::collect_garbage(&mut self.shared.state.lock(), &super::ops::now());
+    }
+
+    /// Forgets the watch history, as an etcd compaction does (old resourceVersions become 410).
+    pub fn compact(&self) {
+        self.shared.state.lock().compact();
+    }
+
+    // ---- fixtures ----
+
+    /// Creates every object of a multi-document YAML (or JSON) text as the admin, keeping `status`
+    /// (fixtures describe observed state; a real create would drop it). CRDs become served at once.
+    pub fn load_yaml(&self, text: &str) -> anyhow::Result<Vec<Value>> {
+        let docs: Vec<Value> = serde_saphyr::from_multiple(text).context("parsing fixture YAML")?;
+        let mut created = Vec::new();
+        for doc in docs.into_iter().filter(|d| !d.is_null()) {
+            created.push(self.load(doc)?);
+        }
+        Ok(created)
+    }
+
+    /// Creates one object (see [`ApiServer::load_yaml`]).
+    pub fn load(&self, object: Value) -> anyhow::Result<Value> {
+        let api_version = object["apiVersion"]
+            .as_str()
+            .context("object without apiVersion")?
+            .to_string();
+        let kind = object["kind"]
+            .as_str()
+            .context("object without kind")?
+            .to_string();
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), api_version.clone()),
+        };
+        let mut state = self.shared.state.lock();
+        let def = state
+            .resources()
+            .find(|d| d.group == group && d.kind == kind && d.version(&version).is_some())
+            .cloned()
+            .with_context(|| format!("{api_version} {kind} is not served"))?;
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| def.namespaced.then(|| "default".to_string()));
+        let ctx = super::ops::WriteCtx {
+            manager: "capi-sandbox".into(),
+            api_version: api_version.clone(),
+            dry_run: false,
+            time: super::ops::now(),
+        };
+        let created = super::ops::create(
+            &mut state,
+            &def,
+            &version,
+            namespace.as_deref(),
+            object,
+            &ctx,
+            true,
+        )
+        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        Ok(super::ops::at_version(&created, &def, &version))
+    }
+
+    /// Every stored object, at its storage version.
+    pub fn dump(&self) -> Vec<Value> {
+        self.shared
+            .state
+            .lock()
+            .all_objects()
+            .into_iter()
+            .map(|(_, v)| (*v).clone())
+            .collect()
+    }
+
+    /// One stored object (storage version), bypassing the API: for assertions.
+    pub fn object(&self, group: &str, plural: &str, namespace: &str, name: &str) -> Option<Value> {
+        self.shared
+            .state
+            .lock()
+            .get(
+                &(group.to_string(), plural.to_string()),
+                &(namespace.to_string(), name.to_string()),
+            )
+            .map(|v| (*v).clone())
+    }
+
+    pub fn object_count(&self) -> usize {
+        self.shared.state.lock().count()
+    }
+
+    /// Back to a fresh server: no objects, no CRDs, no log, faults or policy.
+    pub fn reset(&self) {
+        {
+            let mut state = self.shared.state.lock();
+            let fresh = ApiServer::new(self.shared.options.clone());
+            std::mem::swap(&mut *state, &mut *fresh.shared.state.lock());
+            // Watchers of the old state must not see the new one's history as continuous.
+            state.compact();
+        }
+        self.shared.log.lock().clear();
+        self.shared.faults.lock().clear();
+        self.shared.policy.lock().clear();
+    }
+}
+
+async fn garbage_collector(shared: Weak<Shared>) {
+    loop {
+        let notified = match shared.upgrade() {
+            Some(s) => {
+                let n = async move {
+                    s.gc_notify.notified().await;
+                    s
+                };
+                n.await
+            }
+            None => return,
+        };
+        if notified.gc_enabled.load(Ordering::Relaxed) {
+            super::ops::collect_garbage(&mut notified.state.lock(), &super::ops::now());
+        }
+        drop(notified);
+    }
+}
+
+async fn serve_connection<S>(shared: Arc<Shared>, stream: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+        let response = respond(shared.clone(), request);
+        // A concrete error type keeps hyper's connection future `Send` for every lifetime.
+        async move { response.await.map_err(std::io::Error::other) }
+    });
+    let builder =
+        hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+    let _ = builder
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+        .await;
+}
+
+/// How much of an oversized body is read (and dropped) before the connection is closed instead.
+const DRAIN_LIMIT: usize = 64 * 1024 * 1024;
+
+/// Reads the body (up to the apiserver's limit) and serves the request; `Err` closes the connection.
+fn respond<B>(
+    shared: Arc<Shared>,
+    request: Request<B>,
+) -> Pin<Box<dyn Future<Output = Result<Response<super::body::Body>, BoxError>> + Send>>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (mut parts, body) = request.into_parts();
+    // In flight from here: reading the body is part of serving the request.
+    parts
+        .extensions
+        .insert(super::handler::Arrived(std::time::Instant::now()));
+    Box::pin(async move {
+        let mut body = std::pin::pin!(body);
+        // Up to the apiserver's limit; beyond it the rest is read and dropped (up to a bound), so
+        // that the client finishes sending and reads the 413 instead of a broken pipe.
+        let mut bytes = bytes::BytesMut::new();
+        let mut read = 0usize;
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.map_err(Into::into)?.into_data() else {
+                continue;
+            };
+            read += data.len();
+            if read > DRAIN_LIMIT {
+                return Err("request body far beyond the limit".into());
+            }
+            if read <= super::handler::MAX_REQUEST_BYTES {
+                bytes.extend_from_slice(&data);
+            }
+        }
+        if read > super::handler::MAX_REQUEST_BYTES {
+            return Ok(super::handler::error_response(
+                &super::status::ApiError::request_too_large(super::handler::MAX_REQUEST_BYTES),
+            ));
+        }
+        let bytes = bytes.freeze();
+        respond_bytes(shared, Request::from_parts(parts, bytes)).await
+    })
+}
+
+async fn respond_bytes(
+    shared: Arc<Shared>,
+    request: Request<Bytes>,
+) -> Result<Response<super::body::Body>, BoxError> {
+    super::handler::handle(shared, request)
+        .await
+        .ok_or_else(|| "connection dropped by an injected fault".into())
+}
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The server as a `tower::Service`, for in-process clients.
+#[derive(Clone)]
+pub struct ApiService {
+    shared: Arc<Shared>,
+}
+
+impl<B> tower::Service<Request<B>> for ApiService
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<super::body::Body>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        respond(self.shared.clone(), request)
+    }
+}
+
+/// A server listening on loopback; dropping it stops serving.
+pub struct Serving {
+    pub url: String,
+    pub addr: SocketAddr,
+    /// PEM of the CA to trust, when serving TLS.
+    pub ca_pem: Option<String>,
+    pub token: Option<String>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Serving {
+    /// A kubeconfig cluster + user + context entry for this server, merged into one document by
+    /// [`kubeconfig`].
+    pub fn kubeconfig_entry(&self, context: &str) -> KubeconfigEntry {
+        KubeconfigEntry {
+            context: context.to_string(),
+            server: self.url.clone(),
+            ca_pem: self.ca_pem.clone(),
+            token: self.token.clone(),
+            namespace: Some("default".to_string()),
+        }
+    }
+
+    /// A kube client over HTTP(S), as the plugin would build it from the kubeconfig.
+    pub async fn client(&self) -> anyhow::Result<kube::Client> {
+        let text = kubeconfig(&[self.kubeconfig_entry("sandbox")]);
+        let config: kube::config::Kubeconfig = serde_saphyr::from_str(&text)?;
+        let config = kube::Config::from_custom_kubeconfig(
+            config,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

@@ -1,0 +1,379 @@
+//! Deleting a move's objects — from the source after creating, or from the target in a
+//! rollback — each exactly by its UID, journalling every completed delete.
+
+use std::collections::VecDeque;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use kube::core::ApiResource;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::error::{Error, Result};
+use crate::kube::Cluster;
+use crate::model::ObjectRef;
+use crate::names::DELETE_FOR_MOVE_ANNOTATION;
+
+use crate::kube::Stop;
+use crate::mover::addressing::{Writes, api, only_uid, params};
+use crate::mover::graph::schedule::Schedule;
+use crate::mover::journal::{Entry, JournalFile, entry_resource};
+use crate::mover::progress::{Phase, Progress};
+
+/// What deleting one object came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deletion {
+    Deleted,
+    /// Nothing had that name any more.
+    AlreadyGone,
+    /// An object of that name with another UID is there now: someone replaced the one this move
+    /// meant. It is left alone.
+    Replaced {
+        found_uid: String,
+    },
+}
+
+/// An object a move left alone, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    pub object: ObjectRef,
+    pub reason: String,
+}
+
+impl Skipped {
+    /// The object that replaced the one `uid` named.
+    fn replaced(object: &ObjectRef, uid: &str, found_uid: &str, which: &str) -> Skipped {
+        Skipped {
+            object: object.clone(),
+            reason: format!(
+                "not deleted: the {which} holds another object of that name (UID {found_uid}, not {uid}); left as is"
+            ),
+        }
+    }
+}
+
+/// Deletes exactly the object with `uid` (every write carries it as a precondition) in two
+/// writes: one patch that marks it `delete-for-move` and drops its finalizers (its Cluster is
+/// paused, so no controller acts on either), then the DELETE, which removes it at once.
+/// clusterctl strips finalizers after the DELETE instead; the end state is the same, without the
+/// object lingering as Terminating in between. Should something re-add a finalizer before the
+/// DELETE, the answer still carries the object and the finalizers are stripped again (a
+/// finalizer cannot be added once deletion started). A failed precondition is never repeated:
+/// the object is read again, and one with another UID is reported, not touched.
+pub async fn delete_one(
+    cluster: &Cluster,
+    resource: &ApiResource,
+    reference: &ObjectRef,
+    uid: &str,
+) -> Result<Deletion> {
+    let writes = Writes::new(cluster, resource, &reference.namespace);
+    let named = reference.kubectl_name();
+    let not_found = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
+    // A real server answers a patch whose UID differs with 422 (immutable field), a DELETE with
+    // 409; either way the object is read again.
+    let precondition_failed =
+        |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 409 || s.code == 422);
+    let mut step = DeleteStep::Mark;
+    let mut conflicts = 0;
+    loop {
+        let failure = match delete_step(&writes, &reference.name, uid, step).await {
+            Ok(Some(next)) => {
+                step = next;
+                continue;
+            }
+            Ok(None) => return Ok(Deletion::Deleted),
+            Err(e) if not_found(&e) => return Ok(Deletion::AlreadyGone),
+            Err(e) if precondition_failed(&e) => e,
+            Err(e) => {
+                return Err(cluster.api_error(e, &format!("{} {named}", step.describe())));
+            }
+        };
+        let current = api(cluster, resource, &reference.namespace)
+            .get_opt(&reference.name)
+            .await
+            .map_err(|e| cluster.api_error(e, &format!("reading {named}")))?;
+        match current.and_then(|o| o.metadata.uid) {
+            None => return Ok(Deletion::AlreadyGone),
+            Some(found_uid) if found_uid != uid => return Ok(Deletion::Replaced { found_uid }),
+            // The same object: the conflict was passing (a concurrent writer). The same step
+            // again, a few times.
+            Some(_) if conflicts < 3 => conflicts += 1,
+            Some(_) => {
+                return Err(cluster.api_error(failure, &format!("{} {named}", step.describe())));
+            }
+        }
+    }
+}
+
+/// The writes of [`delete_one`], in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::mover) enum DeleteStep {
+    /// Mark `delete-for-move` and drop the finalizers.
+    Mark,
+    Delete,
+    /// Drop finalizers re-added before the DELETE.
+    Strip,
+}
+
+impl DeleteStep {
+    fn describe(self) -> &'static str {
+        match self {
+            DeleteStep::Mark => "marking for move",
+            DeleteStep::Delete => "deleting",
+            DeleteStep::Strip => "removing finalizers of",
+        }
+    }
+}
+
+/// One write of [`delete_one`], each conditional on `uid`; returns the step that follows, if any.
+pub(in crate::mover) async fn delete_step(
+    writes: &Writes,
+    name: &str,
+    uid: &str,
+    step: DeleteStep,
+) -> std::result::Result<Option<DeleteStep>, kube::Error> {
+    match step {
+        DeleteStep::Mark => {
+            let mark = json!({"metadata": {"uid": uid, "finalizers": null,
+                "annotations": {DELETE_FOR_MOVE_ANNOTATION: ""}}});
+            writes.merge_patch(name, &mark, &params(false)).await?;
+            Ok(Some(DeleteStep::Delete))
+        }
+        DeleteStep::Delete => {
+            // The object itself in the answer means it is still there (Terminating).
+            let lingering = writes
+                .delete(name, &only_uid(uid))
+                .await?
+                .metadata
+                .finalizers
+                .is_some_and(|f| !f.is_empty());
+            Ok(lingering.then_some(DeleteStep::Strip))
+        }
+        DeleteStep::Strip => {
+            let strip = json!({"metadata": {"uid": uid, "finalizers": null}});
+            writes.merge_patch(name, &strip, &params(false)).await?;
+            Ok(None)
+        }
+    }
+}
+
+/// What [`delete_entries`] did.
+pub struct Deleted {
+    pub count: usize,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Deletes from `cluster` (the `which` of the move) the journal entries that `pending` gives a
+/// UID for — exactly that object, see [`delete_one`] — each once every entry it owns is deleted
+/// (see [`Schedule::deletes`]), with at most `--concurrency` writes in flight. `record` marks each
+/// done entry. The journal is saved alongside the deletes about once per plan group's worth of
+/// them, and at the end, also when one failed: a delete done but not yet saved is found gone by
+/// a rerun (UID-preconditioned), never repeated on another object.
+///
+/// `copies_in`: deleting originals from the source, the target that holds their copies. Before
+/// the first delete of each plan group, the copies of that group's objects are checked there
+/// (one LIST per kind and namespace): each must exist with the UID its create answered with.
+/// Even a command that does not take the lease (an older version's rollback) then cannot make
+/// both copies vanish.
+pub(in crate::mover) async fn delete_entries(
+    cluster: &Cluster,
+    journal: &mut JournalFile,
+    pending: impl Fn(&Entry) -> Option<String>,
+    record: impl Fn(&mut Entry),
+    (which, copies_in): (&str, Option<&Cluster>),
+    (concurrency, stop): (usize, &Stop),
+    progress: &dyn Progress,
+) -> Result<Deleted> {
+    let concurrency = concurrency.max(1);
+    let mut deleted = Deleted {
+        count: 0,
+        skipped: Vec::new(),
+    };
+    let (batches, total, save_every) = batches_to_delete(&journal.journal, &pending, concurrency);
+    progress.begin(Phase::Delete, total);
+    let mut checked_groups = std::collections::BTreeSet::new();
+    for batch in batches {
+        let mut schedule =
+            Schedule::deletes(batch.into_iter().map(|(_, uid, owners)| (uid, owners)));
+        let mut queue: VecDeque<String> = schedule.take_ready().into();
+        let mut in_flight = FuturesUnordered::new();
+        let mut answers = Vec::new();
+        let mut failure: Option<Error> = None;
+        let mut unsaved = 0;
+        loop {
+            for answer in answers.drain(..) {
+                match answer {
+                    Ok::<(Entry, String, Deletion), _>((entry, meant, outcome)) => {
+                        if let Deletion::Replaced { found_uid } = outcome {
+                            deleted.skipped.push(Skipped::replaced(
+                                &entry.object,
+                                &meant,
+                                &found_uid,
+                                which,
+                            ));
+                        } else {
+                            deleted.count += 1;
+                        }
+                        // Replaced is recorded too: the object this move meant is gone, and a
+                        // rerun must not try the one that took its name.
+                        if let Some(entry) = journal.journal.entry_mut(&entry.uid) {
+                            record(entry);
+                        }
+                        unsaved += 1;
+                        schedule.done(&entry.uid);
+                        queue.extend(schedule.take_ready());
+                    }
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
+                }
+            }
+            if failure.is_none() && unsaved >= save_every {
+                unsaved = 0;
+                if let Err(e) = journal
+                    .save_alongside(concurrency, &mut in_flight, &mut answers)
+                    .await
+                {
+                    failure.get_or_insert(e);
+                }
+                continue;
+            }
+            while failure.is_none() && in_flight.len() < concurrency {
+                let Some(uid) = queue.pop_front() else { break };
+                // Not recorded yet, so still pending: the UID to delete is there.
+                let Some((entry, meant)) = journal
+                    .journal
+                    .entry(&uid)
+                    .and_then(|e| Some((e.clone(), pending(e)?)))
+                else {
+                    continue;
+                };
+                if let Some(target) = copies_in
+                    && checked_groups.insert(entry.group)
+                    && let Err(e) =
+                        copies_present(target, &journal.journal, entry.group, &pending).await
+                {
+                    queue.push_front(uid);
+                    failure = Some(e);
+                    break;
+                }
+                in_flight.push(async move {
+                    stop.check()?;
+                    let reference = ObjectRef {
+                        namespace: entry.namespace().to_string(),
+                        ..entry.object.clone()
+                    };
+                    let outcome =
+                        delete_one(cluster, &entry_resource(&entry), &reference, &meant).await?;
+                    progress.done(Phase::Delete, &entry.object);
+                    Ok::<_, Error>((entry, meant, outcome))
+                });
+            }
+            // Answers are taken in at the top of the loop, so none wait here: nothing in flight
+            // means nothing left that can start.
+            match in_flight.next().await {
+                Some(answer) => answers.push(answer),
+                None => break,
+            }
+        }
+        journal.save().await?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        schedule.check_finished(&format!("deleting from the {which}"))?;
+    }
+    progress.end(Phase::Delete);
+    Ok(deleted)
+}
+
+/// Deletes to do together: (group, source UID, owners) each.
+type Batches = Vec<Vec<(usize, String, Vec<String>)>>;
+
+/// What is left to delete — descending groups: leaves first — in batches (one, or per group for
+/// a journal from before entries carried their owners), how many in all, and how many deletes
+/// between two saves of the journal (about a plan group's worth).
+fn batches_to_delete(
+    journal: &crate::mover::journal::Journal,
+    pending: &impl Fn(&Entry) -> Option<String>,
+    concurrency: usize,
+) -> (Batches, usize, usize) {
+    let mut work: Vec<(usize, String, Vec<String>)> = journal
+        .entries
+        .iter()
+        .filter(|e| pending(e).is_some())
+        .map(|e| (e.group, e.uid.clone(), e.owners.clone()))
+        .collect();
+    work.sort_by_key(|w| std::cmp::Reverse(w.0));
+    let groups = work
+        .iter()
+        .map(|w| w.0)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let total = work.len();
+    let save_every = (total / groups.max(1)).max(concurrency);
+    let batches = if journal.owners_recorded {
+        vec![work]
+    } else {
+        work.chunk_by(|a, b| a.0 == b.0)
+            .map(<[_]>::to_vec)
+            .collect()
+    };
+    (batches, total, save_every)
+}
+
+/// Checks that the copies in `target` of the originals of plan group `group` still about to be
+/// deleted (`pending`) are there with the UIDs the journal recorded (by name where it recorded
+/// none: an object updated with `--overwrite-existing`). One LIST per kind and namespace.
+async fn copies_present(
+    target: &Cluster,
+    journal: &crate::mover::journal::Journal,
+    group: usize,
+    pending: &impl Fn(&Entry) -> Option<String>,
+) -> Result<()> {
+    let mut lists: std::collections::BTreeMap<(String, String, String), Vec<&Entry>> =
+        std::collections::BTreeMap::new();
+    for entry in journal
+        .entries
+        .iter()
+        .filter(|e| e.group == group && pending(e).is_some())
+    {
+        lists
+            .entry((
+                entry.object.api_version.clone(),
+                entry.resource.clone(),
+                entry.namespace().to_string(),
+            ))
+            .or_default()
+            .push(entry);
+    }
+    let mut gone = Vec::new();
+    for ((_, _, namespace), entries) in lists {
+        let resource = entry_resource(entries[0]);
+        let uids =
+            crate::mover::addressing::uids_by_name(target, &resource, &namespace, "target").await?;
+        for entry in entries {
+            let present = match (uids.get(&entry.object.name), &entry.target_uid) {
+                (Some(found), Some(recorded)) => found == recorded,
+                (found, None) => found.is_some(),
+                (None, Some(_)) => false,
+            };
+            if !present {
+                gone.push(entry.object.kind_and_place());
+            }
+        }
+    }
+    if gone.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Api {
+        context: "checking the copies in the target before deleting their originals".into(),
+        message: format!(
+            "{} {} no longer in the target as this move created {}; another command removed {} (a rollback by a version of kubectl-capi that takes no lease?), so their originals stay in the source and nothing more is deleted there — check both clusters before going on",
+            gone.join(", "),
+            if gone.len() == 1 { "is" } else { "are" },
+            if gone.len() == 1 { "it" } else { "them" },
+            if gone.len() == 1 { "it" } else { "them" },
+        ),
+    })
+}

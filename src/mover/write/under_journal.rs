@@ -1,0 +1,225 @@
+//! The checked move run under its journal: the journal it starts (carrying over what an
+//! earlier attempt learnt), the executor's steps, and what to tell the user if it stops.
+
+use crate::error::{Error, Result};
+use crate::kube::OnCtrlC;
+use crate::mover::addressing::type_of;
+use crate::mover::journal::{self, Endpoint, Journal, JournalFile, Stage};
+use crate::mover::request::absolute;
+use crate::mover::steps::{Checked, Finished, History, Move, MoveRecords, Planned};
+use crate::mover::write::execute::{RunOptions, Source, run as execute};
+
+impl Move<'_> {
+    /// The journal this run writes: the plan, carrying over what the first attempt learnt
+    /// (what was in the target before, what it created or sent).
+    fn new_journal(
+        &self,
+        planned: &Planned,
+        checked: &Checked,
+        history: &History,
+        records: &MoveRecords,
+    ) -> Journal {
+        let target = self.ends.target.as_ref().expect("a move has a target");
+        let mut journal = Journal::new(
+            &planned.plan,
+            |r| type_of(&planned.types, r).map(|t| (t.resource.plural.clone(), t.info.namespaced)),
+            Endpoint {
+                server: self.source().url.clone(),
+                context: self.request.source.context.clone(),
+                kubeconfig: absolute(self.request.source.kubeconfig.as_ref()),
+                identity: Some(records.identities.source.clone()),
+                cluster: None,
+            },
+            Endpoint {
+                server: target.cluster.url.clone(),
+                context: self.request.to_context.clone(),
+                // The file the target was read from (`--to-kubeconfig`, else `--kubeconfig`):
+                // a hint read back from the journal names it even where another is the default.
+                // A `--to-cluster` target has no file: the journal names the Cluster.
+                kubeconfig: match &self.request.to_cluster {
+                    Some(_) => None,
+                    None => absolute(
+                        self.request.to_kubeconfig.as_ref().or(self
+                            .request
+                            .source
+                            .kubeconfig
+                            .as_ref()),
+                    ),
+                },
+                identity: Some(records.identities.target.clone()),
+                cluster: self.request.to_cluster.clone(),
+            },
+            self.namespace.clone(),
+            self.request.clusters.clone(),
+        );
+        journal.selector = self.request.scope.selector.clone();
+        journal.moved = moved_clusters(planned);
+        let earlier = history.unfinished.as_ref();
+        if let Some(earlier) = earlier {
+            journal.made_namespaces = earlier.made_namespaces.clone();
+            // What the first attempt paused reads as paused before this one: it was this move.
+            for reference in &earlier.paused {
+                let planned = journal.entries.iter().any(|e| &e.object == reference);
+                if planned && !journal.paused.contains(reference) {
+                    journal.paused.push(reference.clone());
+                }
+            }
+            // The same move: its copies carry its mark.
+            if !earlier.move_id.is_empty() {
+                journal.move_id = earlier.move_id.clone();
+            }
+        }
+        journal.attempt = earlier.map_or(0, |earlier| earlier.attempt + 1);
+        for entry in &mut journal.entries {
+            match earlier.and_then(|earlier| earlier.entry(&entry.uid)) {
+                Some(before) => {
+                    entry.preexisting = before.preexisting;
+                    entry.created = before.created;
+                    entry.sent = before.sent;
+                    entry.target_uid = before.target_uid.clone();
+                }
+                // Not in the first plan, so not created by this move.
+                None => entry.preexisting = checked.in_target.contains(&entry.uid),
+            }
+            if checked.reused.contains(&entry.uid) {
+                entry.reused = true;
+                entry.kept_in_source = true;
+            }
+        }
+        journal
+    }
+
+    /// Runs the checked move under its journal; Ctrl-C stops it at the next safe point.
+    pub(in crate::mover) async fn execute(
+        self,
+        planned: Planned,
+        checked: Checked,
+        history: History,
+    ) -> Result<Finished> {
+        let (Some(target), Some(records)) = (&self.ends.target, &self.records) else {
+            unreachable!("a move that writes has a target and records")
+        };
+        let mut journal = self.new_journal(&planned, &checked, &history, records);
+        journal
+            .made_namespaces
+            .extend(
+                checked
+                    .made_namespaces
+                    .iter()
+                    .map(|m| journal::MadeNamespaceRecord {
+                        name: m.name.clone(),
+                        uid: m.uid.clone(),
+                    }),
+            );
+        let Planned {
+            types,
+            objects,
+            mut plan,
+            clusters,
+        } = planned;
+        // A reused copy's original stays in the source, as a global object's does.
+        plan.kept_in_source.extend(checked.reused.iter().cloned());
+        // The move re-reads every object once the source is paused.
+        drop(objects);
+        plan.release_objects();
+        let from = Source {
+            cluster: self.source(),
+            types: &types,
+            scope: &self.scope,
+        };
+        let options = RunOptions {
+            timeout: self.request.timeout,
+            restore_status: self.request.restore_status,
+            concurrency: self.request.concurrency,
+            overwrite_existing: self.request.overwrite_existing,
+            made_namespaces: checked.made_namespaces,
+            stop: self.stop.clone(),
+        };
+        // From here Ctrl-C lets the writes in flight finish and be journalled.
+        self.stop.on_ctrl_c(OnCtrlC::StopAfterWritesInFlight);
+        // A resume must reach a `--to-cluster` target after the move deleted its Secret here.
+        if let (Some(kept), Some(inline)) = (
+            self.kept_kubeconfig(),
+            self.request.target.as_ref().and_then(|t| t.inline.as_ref()),
+        ) {
+            kept.keep(self.source(), &inline.raw).await?;
+        }
+        let mut file = self.journal_file(records, journal);
+        let preflight = self.request.started.elapsed().as_secs_f64();
+        let outcome = execute(
+            &plan,
+            &from,
+            target,
+            &options,
+            clusters,
+            self.progress,
+            &mut file,
+        )
+        .await;
+        self.stop.on_ctrl_c(OnCtrlC::EndAtOnce);
+        match outcome {
+            Ok(mut summary) => {
+                summary.phases.preflight = preflight;
+                Ok(Finished::Moved(Box::new(summary)))
+            }
+            Err(e) => {
+                self.progress.stopped();
+                self.progress
+                    .note(&stopped_note(&e, &file, &self.request.resume_command()));
+                Err(e)
+            }
+        }
+    }
+}
+
+/// What to tell a user whose move stopped: where its journal is and the command to continue.
+fn stopped_note(error: &Error, file: &JournalFile, resume: &str) -> String {
+    match error {
+        Error::Interrupted => format!(
+            "interrupted: the move stopped after its requests in flight; its journal is {}.\ncontinue with: {resume}",
+            file.path.display()
+        ),
+        _ => format!(
+            "note: the move stopped partway; its journal is {}. Fix the cause, then continue with: {resume}{}",
+            file.path.display(),
+            if file.journal.stage < Stage::Deleting {
+                " (or undo it with --rollback)"
+            } else {
+                ""
+            }
+        ),
+    }
+}
+
+/// The moved Clusters as the source has them now, and what the move takes for each (its
+/// hierarchy in the plan), for verifying the move later.
+fn moved_clusters(planned: &Planned) -> Vec<crate::verify::MovedCluster> {
+    let source = crate::mover::graph::object_graph::snapshot_of(&planned.objects);
+    let plan = &planned.plan;
+    planned
+        .clusters
+        .iter()
+        .filter_map(|reference| {
+            source
+                .of_kind(crate::names::CORE_GROUP, crate::names::CLUSTER)
+                .iter()
+                .find(|o| crate::model::ObjectRef::of(o) == *reference)
+        })
+        .map(|o| {
+            let uid = o.metadata.uid.as_deref().unwrap_or_default();
+            let taken = plan
+                .groups
+                .iter()
+                .flatten()
+                .map(|moved| plan.node(moved))
+                .filter(|node| node.tenants.contains(uid))
+                .map(|node| crate::verify::Taken {
+                    reference: &node.reference,
+                    uid: &node.uid,
+                    kept_in_source: plan.kept_in_source.contains(&node.uid),
+                });
+            crate::verify::MovedCluster::record(&crate::model::ClusterView::read(o), &source)
+                .taking(taken)
+        })
+        .collect()
+}
