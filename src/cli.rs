@@ -1,5 +1,6 @@
 //! Command-line types only: what the user can type. `settings` resolves them.
 
+use crate::names::{FROZEN_BY_ANNOTATION, PAUSED_ANNOTATION};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -185,46 +186,26 @@ fn parse_duration(value: &str) -> Result<Duration, String> {
     if let Ok(seconds) = value.parse::<u64>() {
         return bounded(Duration::from_secs(seconds.min(LONGEST.as_secs() + 1)));
     }
-    let mut total = Duration::ZERO;
-    let mut number = String::new();
-    let mut chars = value.chars().peekable();
-    let mut saw_unit = false;
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            number.push(c);
-            continue;
-        }
-        let unit = if c == 'm' && chars.peek() == Some(&'s') {
-            chars.next();
-            "ms"
-        } else {
-            match c {
-                'h' => "h",
-                'm' => "m",
-                's' => "s",
-                _ => return Err(invalid()),
-            }
-        };
-        let n: f64 = number
-            .parse()
-            .ok()
-            .filter(|n: &f64| n.is_finite())
-            .ok_or_else(invalid)?;
-        number.clear();
-        saw_unit = true;
-        let seconds = match unit {
-            "h" => n * 3600.0,
-            "m" => n * 60.0,
-            "s" => n,
-            _ => n / 1000.0,
-        };
-        // Beyond the longest allowed is refused below; capping first keeps the sum finite.
-        total += Duration::from_secs_f64(seconds.min(LONGEST.as_secs_f64() + 1.0));
-    }
-    if !number.is_empty() || !saw_unit {
+    // kubectl's grammar (numbers with h, m, s, ms; no spaces, no ISO 8601); jiff does the sums.
+    if value.is_empty()
+        || !value
+            .chars()
+            .all(|c| c.is_ascii_digit() || "hms.".contains(c))
+    {
         return Err(invalid());
     }
-    bounded(total)
+    let Ok(parsed) = value.parse::<jiff::SignedDuration>() else {
+        // Too large for jiff to add up: 16 digits of even milliseconds are centuries.
+        let huge = value
+            .split(|c: char| !c.is_ascii_digit())
+            .any(|n| n.len() >= 16);
+        return Err(if huge {
+            bounded(LONGEST * 2).unwrap_err()
+        } else {
+            invalid()
+        });
+    };
+    bounded(Duration::try_from(parsed).map_err(|_| invalid())?)
 }
 
 /// The longest duration any flag takes: a year (longer ones overflow deadlines, and are typos).
@@ -284,10 +265,10 @@ pub enum Command {
     #[command(after_help = READY_HELP)]
     Ready(ReadyArgs),
     /// Freeze control-plane and worker scaling while in-flight Machines finish.
-    #[command(after_help = PAUSE_HELP)]
+    #[command(after_help = pause_help())]
     Pause(PauseArgs),
     /// Undo exactly what `pause` froze (in either management cluster).
-    #[command(after_help = RESUME_HELP)]
+    #[command(after_help = resume_help())]
     Resume(ResumeArgs),
     /// Move Cluster API objects to another management cluster, clusterctl-compatible.
     #[command(after_help = MOVE_HELP)]
@@ -321,9 +302,8 @@ pub struct ReadyArgs {
     /// Wait until every selected cluster can be moved (driven by watches).
     #[arg(long)]
     pub wait: bool,
-    /// How long --wait waits, e.g. 30s, 10m.
-    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout, allow_hyphen_values = true)]
-    pub timeout: Duration,
+    #[command(flatten)]
+    pub wait_limit: WaitLimit,
     /// List every check with its status, object and message.
     #[arg(long)]
     pub details: bool,
@@ -336,19 +316,44 @@ pub struct ReadyArgs {
     pub to_cluster: Option<String>,
 }
 
-pub const PAUSE_HELP: &str =
-    "Puts cluster.x-k8s.io/paused on exactly the objects that create or delete Machines: the
+/// What `pause --help` says after the flags.
+pub fn pause_help() -> String {
+    format!(
+        "Puts {PAUSED_ANNOTATION} on exactly the objects that create or delete Machines: the
 control plane object, every MachineDeployment and MachineSet, every MachinePool and its
 infrastructure machine pool, and the Cluster's MachineHealthChecks (unless --keep-remediation).
 Machines already being provisioned go on until they have their node. Never touches
 Cluster.spec.paused, Machines, bootstrap configs or infrastructure machines. Each frozen object
-also gets the kubectl-capi.dev/frozen marker (when, by whom, why); objects paused by someone else
-are reported and left as they are.";
+also gets the {FROZEN_BY_ANNOTATION} marker (when, by whom, why); objects paused by someone else
+are reported and left as they are."
+    )
+}
 
-pub const RESUME_HELP: &str =
-    "Removes cluster.x-k8s.io/paused and the kubectl-capi.dev/frozen marker from the objects that
+/// What `resume --help` says after the flags.
+pub fn resume_help() -> String {
+    format!(
+        "Removes {PAUSED_ANNOTATION} and the {FROZEN_BY_ANNOTATION} marker from the objects that
 carry the marker — only what `kubectl capi pause` froze. Works against the source after an aborted
-move and against the target after a move (the annotations travel with the objects).";
+move and against the target after a move (the annotations travel with the objects)."
+    )
+}
+
+/// `--timeout` of a command's `--wait`: declared once for `ready`, `pause`, `resume` and
+/// `verify` (each says what its own `--wait` waits for).
+#[derive(Debug, Args, Clone, Copy, PartialEq, Eq)]
+pub struct WaitLimit {
+    /// How long --wait waits, e.g. 30s, 10m.
+    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout, allow_hyphen_values = true)]
+    pub timeout: Duration,
+}
+
+impl Default for WaitLimit {
+    fn default() -> Self {
+        WaitLimit {
+            timeout: Duration::from_secs(600),
+        }
+    }
+}
 
 /// Which Clusters a freeze or its release concerns, and how.
 #[derive(Debug, Args, Clone, Default)]
@@ -361,9 +366,8 @@ pub struct FreezeSelection {
     /// Wait until every object acknowledges (condition Paused).
     #[arg(long)]
     pub wait: bool,
-    /// How long --wait waits, e.g. 30s, 10m.
-    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout, allow_hyphen_values = true)]
-    pub timeout: Duration,
+    #[command(flatten)]
+    pub wait_limit: WaitLimit,
     /// Show what would change without changing it: client (nothing sent) or server (dryRun=All).
     #[arg(long, value_enum, num_args = 0..=1, default_value_t = DryRun::None, default_missing_value = "client", require_equals = true, value_name = "client|server", hide_default_value = true)]
     pub dry_run: DryRun,
@@ -498,9 +502,8 @@ pub struct VerifyArgs {
     /// Wait until every Cluster is verified or a check fails (driven by watches).
     #[arg(long)]
     pub wait: bool,
-    /// How long --wait waits, e.g. 30s, 10m.
-    #[arg(long, requires = "wait", default_value = "10m", value_name = "DURATION", value_parser = timeout, allow_hyphen_values = true)]
-    pub timeout: Duration,
+    #[command(flatten)]
+    pub wait_limit: WaitLimit,
     /// Read what was moved from this move's journal instead of the records in the cluster.
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,

@@ -71,8 +71,9 @@ pub enum Error {
     )]
     NotKubernetes { server: Server, answer: String },
     #[error(
-        "{} serves no Cluster API kinds (group cluster.x-k8s.io not found); is this a Cluster API management cluster? choose one with {}{}",
+        "{} serves no Cluster API kinds (group {} not found); is this a Cluster API management cluster? choose one with {}{}",
         .server.short(),
+        crate::names::CORE_GROUP,
         .server.end.choose(),
         .install.as_ref().map(|c| format!(" (install Cluster API there first with `{c}`)")).unwrap_or_default()
     )]
@@ -98,8 +99,10 @@ pub enum Error {
     #[error("{context}: {message}")]
     Api { context: String, message: String },
     #[error(
-        "clusters.cluster.x-k8s.io {} not found in {scope}; list them with `kubectl get clusters.cluster.x-k8s.io -A{flags}`",
-        .names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+        "{} {} not found in {scope}; list them with `kubectl get {} -A{flags}`",
+        crate::names::qualified("clusters", crate::names::CORE_GROUP),
+        .names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", "),
+        crate::names::qualified("clusters", crate::names::CORE_GROUP),
     )]
     ClustersNotFound {
         names: Vec<String>,

@@ -140,7 +140,10 @@ fn usage_error(error: clap::Error) -> ExitStatus {
         ErrorKind::DisplayHelp
         | ErrorKind::DisplayVersion
         | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = error.print();
+            let on_stderr = error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
+            let printer = Printer::new(OutputFormat::Table, cli::ColorChoice::Auto, 0);
+            // A closed pipe (`--help | head`) is not worth a word.
+            let _ = printer.clap_text(&error.render(), on_stderr);
             if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                 ExitStatus::Error
             } else {

@@ -4,6 +4,7 @@ pub const CORE_GROUP: &str = "cluster.x-k8s.io";
 /// The kinds of the core group the commands read by name.
 pub const CLUSTER: &str = "Cluster";
 pub const CLUSTER_CLASS: &str = "ClusterClass";
+pub const MACHINE: &str = "Machine";
 
 /// Whether `kind` of `group` is Cluster API's Cluster (not a provider's kind of that name).
 pub fn is_core_cluster(group: &str, kind: &str) -> bool {
@@ -59,6 +60,22 @@ pub fn group_and_version(api_version: &str) -> (&str, &str) {
     api_version.rsplit_once('/').unwrap_or(("", api_version))
 }
 
+/// The versions of Cluster API's two dialects: v1beta1 (CAPI ≤ 1.10) and v1beta2 (≥ 1.11).
+pub const V1BETA1: &str = "v1beta1";
+pub const V1BETA2: &str = "v1beta2";
+/// The version of a Cluster API kind to read when its CRD does not say: the newer dialect first.
+pub const PREFERRED_VERSIONS: [&str; 2] = [V1BETA2, V1BETA1];
+/// Where a v1beta1 object keeps its v1beta2 status (`status.v1beta2`).
+pub const V1BETA2_STATUS: &str = V1BETA2;
+
+/// `plural.group`, the way kubectl takes a resource (`clusters.cluster.x-k8s.io`).
+pub fn qualified(plural: &str, group: &str) -> String {
+    format!("{plural}.{group}")
+}
+
+/// The type of the Secrets Cluster API writes (kubeconfigs, certificates).
+pub const CLUSTER_SECRET_TYPE: &str = "cluster.x-k8s.io/secret";
+
 /// Pauses the object that carries it (Cluster API's `IsPaused`).
 pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -99,6 +116,12 @@ pub const JOURNAL_COPY_LABEL: &str = "kubectl-capi.dev/move-journal";
 /// The label on the Secret a `--to-cluster` move keeps its target's kubeconfig in while it runs;
 /// its value is the workload Cluster's name.
 pub const MOVE_KUBECONFIG_LABEL: &str = "kubectl-capi.dev/move-target-kubeconfig";
+/// The slice number of a journal copy's ConfigMap.
+pub const JOURNAL_SHARD_LABEL: &str = "kubectl-capi.dev/move-journal-shard";
+/// A moved Cluster's verification record (a ConfigMap in the target).
+pub const RECORD_LABEL: &str = "kubectl-capi.dev/moved-cluster";
+/// When the move that left a verification record moved its Cluster.
+pub const MOVED_AT_ANNOTATION: &str = "kubectl-capi.dev/moved-at";
 
 /// clusterctl's preflight messages, word for word (with the GroupVersionKind rendered in full
 /// where clusterctl prints `"/, Kind="`), so users can search for them.
@@ -130,15 +153,6 @@ pub mod clusterctl {
     pub fn paused_cluster_classes(list: &str) -> String {
         format!("cannot start operation while the following ClusterClasses are paused: {list}")
     }
-}
-
-/// Does the object itself carry `cluster.x-k8s.io/paused`?
-pub fn is_paused_annotation(object: &kube::api::DynamicObject) -> bool {
-    object
-        .metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(PAUSED_ANNOTATION))
 }
 
 /// The field manager every write of the plugin names (servers record it in managedFields).

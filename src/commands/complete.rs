@@ -251,7 +251,7 @@ async fn cluster_names(typed: &[String]) -> Option<Vec<(String, String)>> {
     let cluster = connect(&settings.connection).await.ok()?;
     let namespace = (!settings.scope.all_namespaces)
         .then(|| cluster.namespace(settings.scope.namespace.as_deref()));
-    for version in ["v1beta2", "v1beta1"] {
+    for version in crate::names::PREFERRED_VERSIONS {
         let resource = ApiResource::from_gvk_with_plural(
             &kube::api::GroupVersionKind::gvk(
                 crate::names::CORE_GROUP,

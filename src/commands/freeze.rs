@@ -10,7 +10,6 @@ use crate::freeze::apply::{self, DryRun, Mode, Outcome, Request};
 use crate::freeze::plan::Action;
 use crate::kube::{Catalog, Cluster, Connected, Stop, lease};
 use crate::model::{self, HealthCheckView, ScalerView, kinds};
-use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer, Render};
 use crate::settings::Settings;
 use crate::snapshot::watch::{Waited, until};
@@ -70,12 +69,11 @@ async fn wait_acknowledged(
         let mut states = Vec::new();
         for outcome in outcomes.iter() {
             let object = snapshot
-                .of_kind(outcome.object.group(), &outcome.object.kind)
-                .iter()
-                .find(|o| {
-                    o.metadata.namespace.as_deref() == Some(outcome.object.namespace.as_str())
-                        && o.metadata.name.as_deref() == Some(outcome.object.name.as_str())
-                })
+                .named(
+                    (outcome.object.group(), &outcome.object.kind),
+                    &outcome.object.namespace,
+                    &outcome.object.name,
+                )
                 .cloned();
             let condition = object.as_ref().and_then(|o| {
                 match kinds::role(outcome.object.group(), &outcome.object.kind)
@@ -198,11 +196,9 @@ async fn selected_clusters(
     scope: &ListScope,
     settings: &Settings,
 ) -> Result<Vec<(String, String)>> {
-    let (found, missing) = model::select_by_name(
-        listed.of_kind(CORE_GROUP, crate::names::CLUSTER),
-        &selection.clusters,
-        |c| c.metadata.name.as_deref().unwrap_or_default(),
-    );
+    let (found, missing) = model::select_by_name(listed.clusters(), &selection.clusters, |c| {
+        c.metadata.name.as_deref().unwrap_or_default()
+    });
     // With `-l`, the named Clusters that match; a name of no Cluster is an error.
     let missing = crate::snapshot::unknown_names(
         (cluster, catalog),
@@ -334,13 +330,13 @@ async fn wait_for_controllers(
         fetch,
         outcomes,
         mode,
-        selection.timeout,
+        selection.wait_limit.timeout,
     )
     .await?;
     if !acknowledged {
         printer.warn(&format!(
             "timed out after {} waiting for the controllers to acknowledge",
-            crate::cli::show_duration(selection.timeout)
+            crate::cli::show_duration(selection.wait_limit.timeout)
         ));
     }
     Ok(acknowledged)

@@ -102,7 +102,9 @@ impl Around for Commands<'_> {
         let ready = ReadyArgs {
             clusters: self.request.clusters.clone(),
             wait: true,
-            timeout: self.request.timeout,
+            wait_limit: crate::cli::WaitLimit {
+                timeout: self.request.timeout,
+            },
             details: false,
             strict: false,
             to_cluster: None,

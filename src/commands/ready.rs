@@ -5,7 +5,6 @@ use crate::cli::ReadyArgs;
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster, Connected};
 use crate::model::{self};
-use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
 use crate::ready::evaluate::{Options, Report, evaluate};
 use crate::ready::render::Readiness;
@@ -62,7 +61,7 @@ pub async fn resolve_names(
     snapshot: &Snapshot,
     selection: &mut Selection,
 ) -> Result<bool> {
-    let clusters = snapshot.of_kind(CORE_GROUP, crate::names::CLUSTER);
+    let clusters = snapshot.clusters();
     let (found, missing) = model::select_by_name(clusters, &selection.names, |c| {
         c.metadata.name.as_deref().unwrap_or_default()
     });
@@ -162,7 +161,7 @@ pub async fn run_on(
     (end, settings): (&Connected, &Settings),
     printer: &Printer,
 ) -> Result<ExitStatus> {
-    let timeout = args.timeout;
+    let timeout = args.wait_limit.timeout;
     let (cluster, catalog) = (&end.cluster, &end.catalog);
     let mut selection = selection(cluster, catalog, settings, &args.clusters, args.strict);
     let snapshot = Snapshot::fetch_with(cluster, catalog, &selection.fetch).await?;
@@ -173,11 +172,7 @@ pub async fn run_on(
         &settings.connection.as_flags(),
     )
     .await?;
-    if !any_named
-        || snapshot
-            .of_kind(CORE_GROUP, crate::names::CLUSTER)
-            .is_empty()
-    {
+    if !any_named || snapshot.clusters().is_empty() {
         printer.info(&nothing_in_scope(&selection));
         if settings.output.is_structured() {
             // Nothing selected: nothing reported (an empty selection would mean all).
@@ -227,7 +222,7 @@ pub async fn run_on(
                 status = ExitStatus::Failure;
                 printer.warn(&format!(
                     "timed out after {} waiting for the clusters to be ready to move",
-                    crate::cli::show_duration(args.timeout)
+                    crate::cli::show_duration(args.wait_limit.timeout)
                 ));
             }
             None => {

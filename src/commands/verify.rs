@@ -49,7 +49,7 @@ fn scope_of(moved: &[MovedCluster]) -> ListScope {
 async fn source_snapshot(source: &Connected, moved: &[MovedCluster]) -> Result<Snapshot> {
     let mut kinds: BTreeSet<_> = [
         key(CORE_GROUP, crate::names::CLUSTER),
-        key(CORE_GROUP, "Machine"),
+        key(CORE_GROUP, crate::names::MACHINE),
     ]
     .into();
     kinds.extend(
@@ -247,7 +247,13 @@ pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> R
         source: source.as_ref(),
         flags: settings.connection.as_flags(),
     };
-    let verified = verify(&ends, &moved, args.wait.then_some(args.timeout), printer).await?;
+    let verified = verify(
+        &ends,
+        &moved,
+        args.wait.then_some(args.wait_limit.timeout),
+        printer,
+    )
+    .await?;
     printer.report(&verified.report)?;
     if ends.source.is_none() {
         printer.info(

@@ -101,12 +101,11 @@ fn find<'a>(
     namespace: &str,
 ) -> Option<&'a DynamicObject> {
     snapshot
-        .of_kind(&reference.api_group, &reference.kind)
-        .iter()
-        .find(|o| {
-            o.metadata.namespace.as_deref() == Some(namespace)
-                && o.metadata.name.as_deref() == Some(reference.name.as_str())
-        })
+        .named(
+            (&reference.api_group, &reference.kind),
+            namespace,
+            &reference.name,
+        )
         .map(|o| o.as_ref())
 }
 
@@ -118,13 +117,8 @@ pub fn targets(
     keep_remediation: bool,
 ) -> Vec<Target> {
     let mut out = Vec::new();
-    let Some(cluster_object) = snapshot
-        .of_kind(CORE_GROUP, crate::names::CLUSTER)
-        .iter()
-        .find(|c| {
-            c.metadata.namespace.as_deref() == Some(namespace)
-                && c.metadata.name.as_deref() == Some(cluster)
-        })
+    let Some(cluster_object) =
+        snapshot.named((CORE_GROUP, crate::names::CLUSTER), namespace, cluster)
     else {
         return out;
     };
@@ -198,7 +192,7 @@ pub fn stuck_while_frozen(
     clusters: &[(String, String)],
 ) -> Vec<(ObjectRef, String)> {
     let references: Vec<ObjectRef> = snapshot
-        .of_kind(CORE_GROUP, crate::names::CLUSTER)
+        .clusters()
         .iter()
         .map(|o| ClusterView::read(o))
         .filter(|c| {
@@ -209,11 +203,9 @@ pub fn stuck_while_frozen(
         })
         .filter(|c| {
             c.control_plane_ref.as_ref().is_some_and(|r| {
-                snapshot.of_kind(&r.api_group, &r.kind).iter().any(|o| {
-                    o.metadata.namespace.as_deref() == Some(c.reference.namespace.as_str())
-                        && o.metadata.name.as_deref() == Some(r.name.as_str())
-                        && crate::model::is_paused_by_annotation(o)
-                })
+                snapshot
+                    .named((&r.api_group, &r.kind), &c.reference.namespace, &r.name)
+                    .is_some_and(|o| crate::model::is_paused_by_annotation(o))
             })
         })
         .map(|c| c.reference)
@@ -234,17 +226,18 @@ pub fn frozen_forever(snapshot: &Snapshot, clusters: &[ObjectRef]) -> Vec<(Objec
     clusters
         .iter()
         .filter_map(|reference| {
-            let object = snapshot.of_kind(CORE_GROUP, crate::names::CLUSTER).iter().find(|o| {
-                o.metadata.namespace.as_deref() == Some(reference.namespace.as_str())
-                    && o.metadata.name.as_deref() == Some(reference.name.as_str())
-            })?;
+            let object = snapshot.named(
+                (CORE_GROUP, crate::names::CLUSTER),
+                &reference.namespace,
+                &reference.name,
+            )?;
             let cluster = ClusterView::read(object);
             let initialized = cluster.control_plane_initialized_condition == Some(true)
                 || (cluster.control_plane_ref.is_some() && cluster.control_plane_initialized);
             let has_control_plane_machine = snapshot
                 .of_cluster(
                     CORE_GROUP,
-                    "Machine",
+                    crate::names::MACHINE,
                     &reference.namespace,
                     &reference.name,
                 )

@@ -132,7 +132,7 @@ pub fn choose_version(served: &[String], storage: Option<&str>) -> Option<String
     if let Some(storage) = storage.filter(|s| served.iter().any(|v| v == s)) {
         return Some(storage.to_string());
     }
-    for preferred in ["v1beta2", "v1beta1"] {
+    for preferred in crate::names::PREFERRED_VERSIONS {
         if served.iter().any(|v| v == preferred) {
             return Some(preferred.to_string());
         }
@@ -271,7 +271,7 @@ impl Catalog {
         self.kind(CORE_GROUP, crate::names::CLUSTER)
             .and_then(|k| k.storage_version.as_deref())
             .or(self.core_version())
-            .unwrap_or("v1beta2")
+            .unwrap_or(crate::names::V1BETA2)
     }
 
     /// Resolves a version-less v1beta2 reference (`apiGroup` + `kind`) as Cluster API does: the

@@ -51,6 +51,6 @@ pub fn current(status: &Value, v1beta2: bool) -> Vec<Condition> {
     if v1beta2 {
         read(&status["conditions"])
     } else {
-        read(&status["v1beta2"]["conditions"])
+        read(&status[crate::names::V1BETA2_STATUS]["conditions"])
     }
 }

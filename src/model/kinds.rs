@@ -69,7 +69,8 @@ pub fn scaler(group: &str, kind: &str) -> Option<ScalerKind> {
 /// kind's but the bootstrap configs' and the infrastructure machines', whose state their
 /// Machines report. A move's planning leaves those unread (a real server's are large).
 pub fn status_evaluated(group: &str, kind: &str) -> bool {
-    !(group == BOOTSTRAP_GROUP || (group == INFRASTRUCTURE_GROUP && kind.ends_with("Machine")))
+    !(group == BOOTSTRAP_GROUP
+        || (group == INFRASTRUCTURE_GROUP && kind.ends_with(crate::names::MACHINE)))
 }
 
 /// What a move pauses for its duration: Clusters (`spec.paused`) and ClusterClasses (the paused
@@ -97,8 +98,8 @@ pub fn paused_as_a_move_pauses(
 pub fn read_by_ready(catalog: &Catalog) -> Vec<(String, String)> {
     let core = [
         crate::names::CLUSTER,
-        "ClusterClass",
-        "Machine",
+        crate::names::CLUSTER_CLASS,
+        crate::names::MACHINE,
         REMEDIATION,
     ]
     .into_iter()

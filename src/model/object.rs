@@ -20,9 +20,9 @@ impl Dialect {
         let version = object
             .types
             .as_ref()
-            .map(|t| t.api_version.rsplit('/').next().unwrap_or("").to_string())
+            .map(|t| crate::names::group_and_version(&t.api_version).1)
             .unwrap_or_default();
-        if version == "v1beta1" || version.starts_with("v1alpha") {
+        if version == crate::names::V1BETA1 || version.starts_with("v1alpha") {
             Dialect::V1beta1
         } else {
             Dialect::V1beta2

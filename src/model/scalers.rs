@@ -56,7 +56,11 @@ impl ScalerView {
         let current = conditions::current(status, v2);
         // v1beta2 moved the meaning of readyReplicas etc.; both eras keep the new counters
         // (v1beta1 under status.v1beta2).
-        let counters = if v2 { status } else { &status["v1beta2"] };
+        let counters = if v2 {
+            status
+        } else {
+            &status[crate::names::V1BETA2_STATUS]
+        };
         let infrastructure_ref = if scaler == ScalerKind::MachinePool {
             TypedRef::read(&object.data["spec"]["template"]["spec"]["infrastructureRef"])
         } else {

@@ -162,8 +162,9 @@ impl Move<'_> {
                 return Ok(Step::Stop(ExitStatus::Success));
             }
             let selector = selector.unwrap_or_default();
+            let clusters = crate::names::qualified("clusters", crate::names::CORE_GROUP);
             return Err(Error::Refused(vec![format!(
-                "no Clusters {}match -l {selector} in {scope_shown}; nothing was moved — list them with `kubectl get clusters.cluster.x-k8s.io{}{} --show-labels`",
+                "no Clusters {}match -l {selector} in {scope_shown}; nothing was moved — list them with `kubectl get {clusters}{}{} --show-labels`",
                 if self.request.clusters.is_empty() {
                     String::new()
                 } else {

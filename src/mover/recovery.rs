@@ -19,7 +19,6 @@ use crate::mover::progress::Progress;
 use crate::mover::write::delete::{Deleted, delete_entries};
 use crate::mover::write::execute::Summary;
 use crate::mover::write::pause::{PausedWhere, patch_paused, paused_entries};
-use crate::names::CORE_GROUP;
 use crate::ready::evaluate::UnfinishedMove;
 use crate::snapshot::Snapshot;
 
@@ -409,7 +408,7 @@ pub async fn unfinished_moves(
     flags: &str,
 ) -> Result<Vec<UnfinishedMove>> {
     let paused: Vec<ClusterView> = snapshot
-        .of_kind(CORE_GROUP, crate::names::CLUSTER)
+        .clusters()
         .iter()
         .map(|c| ClusterView::read(c))
         .filter(ClusterView::is_paused)

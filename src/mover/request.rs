@@ -3,7 +3,6 @@
 //! flags, so that they work when pasted.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use crate::cli::{DryRun, MoveArgs, OutputFormat, show_duration};
 use crate::error::{Error, Result};
@@ -13,37 +12,29 @@ use crate::settings::{Connection, End, Scope, Settings, shell_word};
 /// A move, resolved: every later step reads these fields instead of the flags.
 #[derive(Debug, Clone)]
 pub struct MoveRequest {
+    /// The flags as given; read through the request itself (`request.freeze`), see [`Deref`].
+    pub flags: MoveArgs,
     /// The source; for a restore, the cluster restored into.
     pub source: Connection,
-    /// The target management cluster, when `--to-kubeconfig` or `--to-context` names one.
+    /// The target management cluster, when `--to-kubeconfig` or `--to-context` names one (for
+    /// `--to-cluster`, filled in from the workload cluster's kubeconfig Secret when the ends are
+    /// connected).
     pub target: Option<Connection>,
-    /// `--to-kubeconfig` and `--to-context` as given (the target's connection fills them in).
-    pub to_kubeconfig: Option<PathBuf>,
-    pub to_context: Option<String>,
-    /// `--to-cluster`: the workload cluster of the source to move into; [`Self::target`] is
-    /// filled in from its kubeconfig Secret when the ends are connected.
-    pub to_cluster: Option<String>,
-    pub to_directory: Option<PathBuf>,
-    pub from_directory: Option<PathBuf>,
     pub scope: Scope,
-    /// The Clusters named on the command line (none: every one in scope).
-    pub clusters: Vec<String>,
-    pub dry_run: DryRun,
-    pub freeze: bool,
-    pub wait_ready: bool,
-    pub verify: bool,
-    pub verify_timeout: Duration,
-    pub resume: bool,
-    pub rollback: bool,
-    pub overwrite_existing: bool,
-    pub restore_status: bool,
-    pub timeout: Duration,
+    /// `--concurrency`, as the writes count it.
     pub concurrency: usize,
-    /// `--journal`: where the journal is kept instead of the state directory.
-    pub journal: Option<PathBuf>,
     pub output: OutputFormat,
     /// When the command started: the preflight's share of a move's time counts from here.
     pub started: std::time::Instant,
+}
+
+/// A request reads as its flags: `request.clusters`, `request.freeze`, … are what was given.
+impl std::ops::Deref for MoveRequest {
+    type Target = MoveArgs;
+
+    fn deref(&self) -> &MoveArgs {
+        &self.flags
+    }
 }
 
 impl MoveRequest {
@@ -64,27 +55,11 @@ impl MoveRequest {
             )
         });
         let request = MoveRequest {
+            flags: args.clone(),
             source,
             target,
-            to_kubeconfig: args.to_kubeconfig.clone(),
-            to_context: args.to_context.clone(),
-            to_cluster: args.to_cluster.clone(),
-            to_directory: args.to_directory.clone(),
-            from_directory: args.from_directory.clone(),
             scope: settings.scope.clone(),
-            clusters: args.clusters.clone(),
-            dry_run: args.dry_run,
-            freeze: args.freeze,
-            wait_ready: args.wait_ready,
-            verify: args.verify,
-            verify_timeout: args.verify_timeout,
-            resume: args.resume,
-            rollback: args.rollback,
-            overwrite_existing: args.overwrite_existing,
-            restore_status: args.restore_status,
-            timeout: args.timeout,
             concurrency: usize::from(args.concurrency),
-            journal: args.journal.clone(),
             output: settings.output,
             started: std::time::Instant::now(),
         };
@@ -256,7 +231,7 @@ impl MoveRequest {
     /// The command that continues this move: the same one with `--resume`.
     pub fn resume_command(&self) -> String {
         let mut request = self.clone();
-        (request.rollback, request.resume) = (false, false);
+        (request.flags.rollback, request.flags.resume) = (false, false);
         request.command_line(&["--resume"])
     }
 
@@ -281,7 +256,9 @@ impl MoveRequest {
             clusters: self.clusters.clone(),
             all: self.clusters.is_empty(),
             wait: false,
-            timeout: self.timeout,
+            wait_limit: crate::cli::WaitLimit {
+                timeout: self.timeout,
+            },
             dry_run: DryRun::None,
         }
     }
@@ -396,7 +373,7 @@ mod tests {
     fn same(a: &MoveRequest, b: &MoveRequest) -> String {
         let mut a = a.clone();
         a.started = b.started;
-        a.resume = b.resume;
+        a.flags.resume = b.resume;
         format!("{a:?}") + "\n" + &format!("{b:?}")
     }
 

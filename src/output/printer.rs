@@ -198,6 +198,20 @@ impl Printer {
         }
     }
 
+    /// clap's help or version text, styled as clap styles it when colour is on: on stdout, or on
+    /// stderr when it stands for a usage error (a command given without its subcommand).
+    pub fn clap_text(&self, text: &clap::builder::StyledStr, on_stderr: bool) -> Result<()> {
+        let text = match self.color {
+            true => text.ansi().to_string(),
+            false => text.to_string(),
+        };
+        match on_stderr {
+            true => write_all(&mut std::io::stderr().lock(), &text, false)
+                .map_err(|e| Error::Output(e.to_string())),
+            false => self.data(&text),
+        }
+    }
+
     /// Writes data to stdout (a step's to stderr). A closed stdout (`| head`) ends the command
     /// quietly ([`Error::BrokenPipe`]); any other failure to write is an error.
     pub fn data(&self, text: &str) -> Result<()> {

@@ -10,7 +10,7 @@ use crate::model::{
     has_annotation, kinds,
 };
 use crate::names::{
-    self, BLOCK_MOVE_ANNOTATION, CORE_GROUP, FROZEN_BY_ANNOTATION, PAUSED_ANNOTATION, clusterctl,
+    BLOCK_MOVE_ANNOTATION, CORE_GROUP, FROZEN_BY_ANNOTATION, PAUSED_ANNOTATION, clusterctl,
 };
 use crate::settings::shell_word;
 use crate::snapshot::Snapshot;
@@ -28,7 +28,7 @@ fn scaler_kind(object: &DynamicObject) -> Option<ScalerKind> {
 
 /// Frozen = carries the paused annotation and acknowledged it (or reports no Paused condition).
 pub fn frozen_state(object: &DynamicObject, paused_condition: Option<bool>) -> Option<Frozen> {
-    if !names::is_paused_annotation(object) {
+    if !crate::model::object::is_paused_by_annotation(object) {
         return None;
     }
     Some(Frozen {
@@ -58,12 +58,11 @@ impl<'a> ClusterScope<'a> {
     fn control_plane(&self) -> Option<&'a DynamicObject> {
         let reference = self.cluster.control_plane_ref.as_ref()?;
         self.snapshot
-            .of_kind(&reference.api_group, &reference.kind)
-            .iter()
-            .find(|o| {
-                o.metadata.namespace.as_deref() == Some(self.namespace)
-                    && o.metadata.name.as_deref() == Some(reference.name.as_str())
-            })
+            .named(
+                (&reference.api_group, &reference.kind),
+                self.namespace,
+                &reference.name,
+            )
             .map(|o| o.as_ref())
     }
 
@@ -82,13 +81,13 @@ impl<'a> ClusterScope<'a> {
             out.push(cp);
         }
         if let Some(infra) = self.cluster.infrastructure_ref.as_ref() {
-            for object in self.snapshot.of_kind(&infra.api_group, &infra.kind) {
-                if object.metadata.namespace.as_deref() == Some(self.namespace)
-                    && object.metadata.name.as_deref() == Some(infra.name.as_str())
-                    && !out.iter().any(|o| o.metadata.uid == object.metadata.uid)
-                {
-                    out.push(object);
-                }
+            let named =
+                self.snapshot
+                    .named((&infra.api_group, &infra.kind), self.namespace, &infra.name);
+            if let Some(object) = named
+                && !out.iter().any(|o| o.metadata.uid == object.metadata.uid)
+            {
+                out.push(object);
             }
         }
         // And whatever they own, as the move's graph finds it (a Secret without the cluster-name
@@ -120,11 +119,8 @@ impl<'a> ClusterScope<'a> {
 }
 
 pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Report {
-    let mut clusters: Vec<&DynamicObject> = snapshot
-        .of_kind(CORE_GROUP, crate::names::CLUSTER)
-        .iter()
-        .map(|c| c.as_ref())
-        .collect();
+    let mut clusters: Vec<&DynamicObject> =
+        snapshot.clusters().iter().map(|c| c.as_ref()).collect();
     if !options.clusters.is_empty() {
         clusters.retain(|c| {
             options.clusters.iter().any(|(ns, n)| {
@@ -321,7 +317,7 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
     let cluster = scope.cluster;
     // clusterctl P4, every Machine; plus deletions and node health.
     let machines: Vec<MachineView> = scope
-        .of(CORE_GROUP, "Machine")
+        .of(CORE_GROUP, crate::names::MACHINE)
         .into_iter()
         .map(MachineView::read)
         .collect();
@@ -593,14 +589,11 @@ fn paused(
     }
     if let Some((class_ns, class_name)) = &cluster.topology_class {
         let class_ns = class_ns.clone().unwrap_or_else(|| ns.clone());
-        if let Some(class) = snapshot
-            .of_kind(CORE_GROUP, "ClusterClass")
-            .iter()
-            .find(|c| {
-                c.metadata.namespace.as_deref() == Some(class_ns.as_str())
-                    && c.metadata.name.as_deref() == Some(class_name.as_str())
-            })
-        {
+        if let Some(class) = snapshot.named(
+            (CORE_GROUP, crate::names::CLUSTER_CLASS),
+            &class_ns,
+            class_name,
+        ) {
             let view = ClusterClassView::read(class);
             if view.paused_annotation {
                 checks.push(
@@ -612,7 +605,8 @@ fn paused(
                         clusterctl::paused_cluster_classes(&format!("{class_ns}/{class_name}")),
                         checks.next.kubectl(
                             &format!(
-                                "annotate clusterclasses.cluster.x-k8s.io {} {PAUSED_ANNOTATION}-",
+                                "annotate {} {} {PAUSED_ANNOTATION}-",
+                                crate::names::qualified("clusterclasses", CORE_GROUP),
                                 shell_word(class_name)
                             ),
                             &class_ns
@@ -628,14 +622,13 @@ fn paused(
 fn unpause_cluster(cluster: &ClusterView, next: &NextSteps) -> String {
     let name = shell_word(&cluster.reference.name);
     let ns = &cluster.reference.namespace;
+    let clusters = crate::names::qualified("clusters", CORE_GROUP);
     let spec = next.kubectl(
-        &format!(
-            r#"patch clusters.cluster.x-k8s.io {name} --type merge -p '{{"spec":{{"paused":false}}}}'"#
-        ),
+        &format!(r#"patch {clusters} {name} --type merge -p '{{"spec":{{"paused":false}}}}'"#),
         ns,
     );
     let annotation = next.kubectl(
-        &format!("annotate clusters.cluster.x-k8s.io {name} {PAUSED_ANNOTATION}-"),
+        &format!("annotate {clusters} {name} {PAUSED_ANNOTATION}-"),
         ns,
     );
     match (cluster.paused, cluster.paused_annotation) {

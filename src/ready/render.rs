@@ -120,7 +120,7 @@ pub fn names_text(report: &Report) -> String {
         .clusters
         .iter()
         .filter(|c| c.ready)
-        .map(|c| format!("cluster.cluster.x-k8s.io/{}\n", c.name))
+        .map(|c| format!("cluster.{}/{}\n", crate::names::CORE_GROUP, c.name))
         .collect()
 }
 

@@ -290,6 +290,21 @@ impl Snapshot {
             .unwrap_or(&[])
     }
 
+    /// The object of `(group, kind)` named `namespace/name`, if the snapshot holds it.
+    pub fn named(
+        &self,
+        (group, kind): (&str, &str),
+        namespace: &str,
+        name: &str,
+    ) -> Option<&Arc<DynamicObject>> {
+        named_in(self.of_kind(group, kind), namespace, name)
+    }
+
+    /// The Clusters (Cluster API's `Cluster` kind) the snapshot holds.
+    pub fn clusters(&self) -> &[Arc<DynamicObject>] {
+        self.of_kind(crate::names::CORE_GROUP, crate::names::CLUSTER)
+    }
+
     /// Objects of a kind that belong to one Cluster (by `spec.clusterName` or the cluster-name label).
     pub fn of_cluster<'a>(
         &'a self,
@@ -324,4 +339,16 @@ impl Snapshot {
     pub fn is_empty(&self) -> bool {
         self.objects.values().all(Vec::is_empty)
     }
+}
+
+/// The object of `objects` named `namespace/name`.
+pub fn named_in<'a>(
+    objects: &'a [Arc<DynamicObject>],
+    namespace: &str,
+    name: &str,
+) -> Option<&'a Arc<DynamicObject>> {
+    objects.iter().find(|o| {
+        o.metadata.namespace.as_deref() == Some(namespace)
+            && o.metadata.name.as_deref() == Some(name)
+    })
 }

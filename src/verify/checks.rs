@@ -49,14 +49,7 @@ pub(super) fn verify_cluster(
     let (namespace, name) = (&moved.cluster.namespace, &moved.cluster.name);
     let mut failed = Vec::new();
     let mut pending = Vec::new();
-    let find_cluster = |snapshot: &Snapshot| {
-        named(
-            snapshot.of_kind(CORE_GROUP, crate::names::CLUSTER),
-            namespace,
-            name,
-        )
-        .cloned()
-    };
+    let find_cluster = |snapshot: &Snapshot| named(snapshot.clusters(), namespace, name).cloned();
     let pause_hint = format!(
         "pause the Cluster (kubectl capi pause {name} -n {namespace}{flags}) and check the provider's version and credentials in the target"
     );
@@ -161,7 +154,7 @@ pub(super) fn verify_cluster(
 fn nodes_back(moved: &MovedCluster, target: &Snapshot) -> Vec<String> {
     let (namespace, name) = (&moved.cluster.namespace, &moved.cluster.name);
     let without: Vec<String> = target
-        .of_cluster(CORE_GROUP, "Machine", namespace, name)
+        .of_cluster(CORE_GROUP, crate::names::MACHINE, namespace, name)
         .filter(|o| {
             o.metadata
                 .name
@@ -185,7 +178,7 @@ fn nodes_back(moved: &MovedCluster, target: &Snapshot) -> Vec<String> {
 fn machines_adopted(moved: &MovedCluster, target: &Snapshot, failed: &mut Vec<String>) -> usize {
     let (namespace, name) = (&moved.cluster.namespace, &moved.cluster.name);
     let machines_now: Vec<&std::sync::Arc<DynamicObject>> = target
-        .of_cluster(CORE_GROUP, "Machine", namespace, name)
+        .of_cluster(CORE_GROUP, crate::names::MACHINE, namespace, name)
         .collect();
     let now: BTreeMap<String, String> = machines_now
         .iter()
@@ -294,15 +287,11 @@ fn replicas_kept(
 fn left_in(source: &Snapshot, moved: &MovedCluster) -> Vec<String> {
     if moved.deleted.is_empty() {
         let (namespace, name) = (&moved.cluster.namespace, &moved.cluster.name);
-        return named(
-            source.of_kind(CORE_GROUP, crate::names::CLUSTER),
-            namespace,
-            name,
-        )
-        .into_iter()
-        .chain(source.of_cluster(CORE_GROUP, "Machine", namespace, name))
-        .map(|o| ObjectRef::of(o).kind_and_place())
-        .collect();
+        return named(source.clusters(), namespace, name)
+            .into_iter()
+            .chain(source.of_cluster(CORE_GROUP, crate::names::MACHINE, namespace, name))
+            .map(|o| ObjectRef::of(o).kind_and_place())
+            .collect();
     }
     moved
         .deleted

@@ -107,7 +107,7 @@ impl MovedCluster {
     pub fn record(cluster: &ClusterView, snapshot: &Snapshot) -> MovedCluster {
         let (namespace, name) = (&cluster.reference.namespace, &cluster.reference.name);
         let machines: Vec<(MachineView, String)> = snapshot
-            .of_cluster(CORE_GROUP, "Machine", namespace, name)
+            .of_cluster(CORE_GROUP, crate::names::MACHINE, namespace, name)
             .map(|o| (MachineView::read(o), provider_id(o)))
             .collect();
         let infrastructure_machines = machines
@@ -195,7 +195,7 @@ impl MovedCluster {
 }
 
 /// Marks a ConfigMap as a moved Cluster's record; its value is the Cluster's name.
-pub const RECORD_LABEL: &str = "kubectl-capi.dev/moved-cluster";
+pub use crate::names::RECORD_LABEL;
 /// The record's key in the ConfigMap's data.
 pub const RECORD_KEY: &str = "moved.json";
 /// The most a record's JSON may weigh in its ConfigMap: a server refuses ConfigMap data over
@@ -228,7 +228,7 @@ impl MovedCluster {
                 "name": self.record_name(),
                 "namespace": self.cluster.namespace,
                 "labels": {RECORD_LABEL: self.cluster.name},
-                "annotations": {"kubectl-capi.dev/moved-at": moved_at},
+                "annotations": {(crate::names::MOVED_AT_ANNOTATION): moved_at},
                 "ownerReferences": [{
                     "apiVersion": self.cluster.api_version,
                     "kind": self.cluster.kind,
@@ -272,17 +272,7 @@ fn of_control_plane(machine: &MachineView, cluster: &ClusterView) -> bool {
             .is_some_and(|(owner, plane)| owner.kind == plane.kind && owner.name == plane.name)
 }
 
-/// The object of `objects` with this namespace and name.
-pub(super) fn named<'a>(
-    objects: &'a [std::sync::Arc<DynamicObject>],
-    namespace: &str,
-    name: &str,
-) -> Option<&'a std::sync::Arc<DynamicObject>> {
-    objects.iter().find(|o| {
-        o.metadata.namespace.as_deref() == Some(namespace)
-            && o.metadata.name.as_deref() == Some(name)
-    })
-}
+pub(super) use crate::snapshot::index::named_in as named;
 
 pub(super) fn control_plane_name(cluster: &ClusterView) -> Option<&str> {
     cluster.control_plane_ref.as_ref().map(|r| r.name.as_str())
@@ -387,7 +377,7 @@ mod tests {
 
     fn recorded() -> Vec<MovedCluster> {
         let source = snapshot(&healthy());
-        let cluster = ClusterView::read(&source.of_kind(CORE_GROUP, "Cluster")[0]);
+        let cluster = ClusterView::read(&source.clusters()[0]);
         vec![MovedCluster::record(&cluster, &source)]
     }
 
@@ -455,7 +445,7 @@ mod tests {
         let mut source = healthy();
         source[2]["spec"]["replicas"] = json!(3);
         let snapshot = snapshot(&source);
-        let cluster = ClusterView::read(&snapshot.of_kind(CORE_GROUP, "Cluster")[0]);
+        let cluster = ClusterView::read(&snapshot.clusters()[0]);
         let moved = vec![MovedCluster::record(&cluster, &snapshot)];
         assert_eq!(
             moved[0].scaling_to,

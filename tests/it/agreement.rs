@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::move_scenarios::{CORE, Fixture, INFRA, World};
+use crate::move_world::{CORE, Fixture, INFRA, World};
 
 /// A change that makes the source refuse the move, applied once the world holds the fixture.
 type Break = fn(&mut Fixture);

@@ -4,6 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+/// The user agent of every request the plugin sends, from the plugin itself: counting "the
+/// plugin's requests" by it cannot pass vacuously if the plugin's agent changes.
+pub const PLUGIN_AGENT: &str = kubectl_capi::kube::connect::USER_AGENT;
+
 use capi_sandbox::apiserver::{KubeconfigEntry, write_kubeconfig};
 use capi_sandbox::crds::{self, Dialect};
 use capi_sandbox::{ApiServer, ServerOptions, Serving};
@@ -202,3 +206,10 @@ impl Writes for capi_sandbox::ApiServer {
 }
 
 pub use capi_sandbox::wait_until;
+
+/// Whether `server` holds the Cluster `namespace/name`.
+pub fn has_cluster(server: &ApiServer, namespace: &str, name: &str) -> bool {
+    server
+        .object("cluster.x-k8s.io", "clusters", namespace, name)
+        .is_some()
+}

@@ -362,12 +362,12 @@ async fn a_rollout_during_pause_ends_frozen() {
             .server
             .requests()
             .iter()
-            .any(|r| r.agent.starts_with("kubectl-capi/") && r.verb == "patch")
+            .any(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT) && r.verb == "patch")
         {
             break;
         }
         if f.env.source.server.requests().iter().any(|r| {
-            r.agent.starts_with("kubectl-capi/")
+            r.agent.starts_with(crate::common::PLUGIN_AGENT)
                 && r.resource == "kubeadmcontrolplanes"
                 && r.verb == "patch"
         }) {
@@ -508,7 +508,7 @@ async fn conflicts_are_retried_and_dry_runs_change_nothing() {
     let plugin_requests: Vec<_> = server
         .requests()
         .into_iter()
-        .filter(|r| r.agent.starts_with("kubectl-capi/"))
+        .filter(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT))
         .collect();
     assert!(
         plugin_requests
@@ -539,7 +539,7 @@ async fn conflicts_are_retried_and_dry_runs_change_nothing() {
         .requests()
         .into_iter()
         .filter(|r| {
-            r.agent.starts_with("kubectl-capi/")
+            r.agent.starts_with(crate::common::PLUGIN_AGENT)
                 && r.resource == "kubeadmcontrolplanes"
                 && r.verb == "patch"
                 && !r.dry_run

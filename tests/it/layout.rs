@@ -350,57 +350,146 @@ fn module_cycles(
     files
 }
 
+/// What a rule below may not hold for, and why: the one list of exceptions (file, rule, reason).
+const EXCEPTIONS: &[(&str, Rule, &str)] = &[
+    (
+        "src/output/printer.rs",
+        Rule::Prints,
+        "the printer: every line a user sees goes through it",
+    ),
+    (
+        "src/main.rs",
+        Rule::EndsTheProcess,
+        "the binary maps the command's ExitStatus to the exit code",
+    ),
+    (
+        "sandbox/src/bin/capi-sandbox.rs",
+        Rule::Prints,
+        "the sandbox's own binary, a developer's tool, not the plugin: it says what it serves",
+    ),
+    (
+        "src/names.rs",
+        Rule::Vocabulary,
+        "the home of Cluster API's names",
+    ),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    Prints,
+    EndsTheProcess,
+    Vocabulary,
+}
+
+/// Whether the file at `path` is excepted from `rule` (see [`EXCEPTIONS`]).
+fn excepted(path: &Path, rule: Rule) -> bool {
+    let file = path
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap()
+        .to_string_lossy()
+        .trim_start_matches('/')
+        .to_string();
+    EXCEPTIONS.iter().any(|(f, r, _)| *f == file && *r == rule)
+}
+
+/// Every way of writing to the terminal or ending the process that bypasses the printer.
+const PRINTING: &[&str] = &[
+    "eprintln!",
+    "eprint!",
+    "println!",
+    "print!(",
+    "dbg!",
+    "io::stdout()",
+    "io::stderr()",
+    ".print()",
+    ".print_help(",
+    ".print_long_help(",
+];
+
 #[test]
 fn every_module_says_what_it_owns_and_only_the_printer_prints() {
-    for (module, path) in modules() {
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(
-            text.starts_with("//! "),
-            "{module} starts with a one-line comment saying what it owns"
-        );
-        if module != "main" {
-            assert!(
-                !code(&path).contains("process::exit"),
-                "{module} ends the process itself; only main.rs maps an ExitStatus to the exit code"
-            );
-        }
-        if module != "crate::output::printer" {
-            for call in ["eprintln!", "eprint!", "println!", "print!("] {
-                assert!(
-                    !code(&path).contains(call),
-                    "{module} writes with {call}; every line goes through the Printer"
-                );
+    let mut broken = Vec::new();
+    for root in [SRC, SANDBOX_SRC] {
+        for (module, path) in modules_under(root) {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if !text.starts_with("//! ") {
+                broken.push(format!(
+                    "{}: no first line saying what it owns",
+                    path.display()
+                ));
+            }
+            let code = code(&path);
+            if !excepted(&path, Rule::EndsTheProcess) && code.contains("process::exit") {
+                broken.push(format!(
+                    "{module} ends the process itself; only main.rs maps an ExitStatus to the exit code"
+                ));
+            }
+            if !excepted(&path, Rule::Prints) {
+                for call in PRINTING.iter().filter(|call| code.contains(*call)) {
+                    broken.push(format!(
+                        "{}: writes with {call}; every line goes through the Printer",
+                        path.display()
+                    ));
+                }
             }
         }
     }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
+
+#[test]
+fn the_exceptions_are_files_that_exist() {
+    for (file, rule, why) in EXCEPTIONS {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+        assert!(path.is_file(), "{file} ({rule:?}: {why}) exists");
+        assert!(!why.is_empty());
+    }
+}
+
+/// How Cluster API's names may not be spelled outside `src/names.rs`, and what to use instead.
+const SPELLINGS: &[(&str, &str)] = &[
+    (
+        "x-k8s.io",
+        "a group, annotation, label or type constant of names.rs",
+    ),
+    ("\"Cluster\"", "names::CLUSTER / is_core_cluster"),
+    ("\"ClusterClass\"", "names::CLUSTER_CLASS"),
+    ("\"Machine\"", "names::MACHINE"),
+    ("\"v1beta1\"", "names::V1BETA1"),
+    ("\"v1beta2\"", "names::V1BETA2 / PREFERRED_VERSIONS"),
+    (
+        "kubectl-capi.dev/",
+        "a label or annotation constant of names.rs",
+    ),
+    ("\"kubectl-capi/v1\"", "names::DOCUMENT_API_VERSION"),
+    (".rsplit('/')", "names::group_and_version"),
+    ("api_version.split", "names::group_and_version"),
+];
 
 #[test]
 fn cluster_api_vocabulary_has_one_home() {
     let modules = modules();
     let mut spelled_elsewhere = Vec::new();
     for (module, path) in &modules {
-        if module == "crate::names" || test_only(module, &modules) {
+        if excepted(path, Rule::Vocabulary) || test_only(module, &modules) {
             continue;
         }
         let code = code(path);
         for (number, line) in code.lines().enumerate() {
-            for spelled in [
-                "\"cluster.x-k8s.io\"",
-                ".cluster.x-k8s.io\"",
-                "rsplit_once('/')",
-                "\"Cluster\"",
-                "\"kubectl-capi/v1\"",
-            ] {
+            for (spelled, instead) in SPELLINGS {
                 if line.contains(spelled) {
-                    spelled_elsewhere.push(format!("{module}:{}: {}", number + 1, line.trim()));
+                    spelled_elsewhere.push(format!(
+                        "{module}:{}: {} — use {instead}",
+                        number + 1,
+                        line.trim()
+                    ));
                 }
             }
         }
     }
     assert!(
         spelled_elsewhere.is_empty(),
-        "Cluster API groups, apiVersion parsing, the Cluster kind (is_core_cluster) and the documents' versions live in crate::names:\n{}",
+        "Cluster API's names live in crate::names:\n{}",
         spelled_elsewhere.join("\n")
     );
 }
@@ -571,5 +660,33 @@ fn mod_rs_files_only_wire() {
         logic.is_empty(),
         "mod.rs files declare and re-export; their logic belongs in a named file:\n{}",
         logic.join("\n")
+    );
+}
+
+const MOST_LINES_PER_TEST_FILE: usize = 1000;
+
+#[test]
+fn test_files_stay_readable_too() {
+    let mut too_long = Vec::new();
+    let mut read = 0;
+    for dir in ["tests/it", "sandbox/tests/it"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            read += 1;
+            let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+            if lines > MOST_LINES_PER_TEST_FILE {
+                too_long.push(format!("{}: {lines} lines", path.display()));
+            }
+        }
+    }
+    assert!(read > 20, "both suites read: {read} files");
+    assert!(
+        too_long.is_empty(),
+        "no test file over {MOST_LINES_PER_TEST_FILE} lines (split it by what it tests):\n{}",
+        too_long.join("\n")
     );
 }

@@ -1,6 +1,7 @@
 //! kubectl-capi's integration tests: the real binary and the library against the sandbox.
 
 mod agreement;
+mod backup;
 mod catalog;
 mod cli;
 mod common;
@@ -11,9 +12,11 @@ mod kubectl_plugin;
 mod layout;
 mod move_checks;
 mod move_history;
+mod move_reliability;
 mod move_safety;
 mod move_scenarios;
 mod move_without_clusters;
+mod move_world;
 mod moving;
 pub mod one_writer;
 mod package_script;

@@ -2,7 +2,7 @@
 //! check runs before the first write. Real binaries against sandbox servers.
 
 use crate::common::Writes;
-use crate::move_scenarios::{Fixture, MOVE_NS1, World};
+use crate::move_world::{Fixture, MOVE_NS1, World};
 
 /// The Cluster API of the world's source, namespace ns1.
 fn clusters_in_source(w: &World) -> kube::Api<kube::api::DynamicObject> {
@@ -38,7 +38,7 @@ fn assert_plugin_wrote_nothing(w: &World, what: &str) {
             server
                 .writes()
                 .iter()
-                .all(|r| !r.agent.starts_with("kubectl-capi/")),
+                .all(|r| !r.agent.starts_with(crate::common::PLUGIN_AGENT)),
             "{what}: nothing written"
         );
     }
@@ -130,15 +130,9 @@ async fn a_selector_selects_clusters_for_move_exactly() {
         "{}",
         out.stdout
     );
+    assert!(crate::common::has_cluster(&w.target, "ns1", "foo"));
     assert!(
-        w.target
-            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
-            .is_some()
-    );
-    assert!(
-        w.source
-            .object("cluster.x-k8s.io", "clusters", "ns1", "bar")
-            .is_some(),
+        crate::common::has_cluster(&w.source, "ns1", "bar"),
         "bar stays"
     );
 }
@@ -182,7 +176,7 @@ async fn a_forbidden_provider_inventory_refuses_instead_of_reading_as_none() {
                 server
                     .writes()
                     .iter()
-                    .all(|r| !r.agent.starts_with("kubectl-capi/") || r.dry_run),
+                    .all(|r| !r.agent.starts_with(crate::common::PLUGIN_AGENT) || r.dry_run),
                 "{end}: nothing written"
             );
         }
@@ -215,7 +209,7 @@ async fn every_refusal_comes_at_once() {
         .load(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": secret["metadata"]["name"], "namespace": "ns1"}}))
         .unwrap();
-    let target_before = crate::move_scenarios::end_state(&w.target);
+    let target_before = crate::move_world::end_state(&w.target);
     let out = w.plugin(&MOVE_NS1).await;
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
@@ -225,7 +219,7 @@ async fn every_refusal_comes_at_once() {
         "both at once: {}",
         out.stderr
     );
-    assert_eq!(crate::move_scenarios::end_state(&w.target), target_before);
+    assert_eq!(crate::move_world::end_state(&w.target), target_before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -259,7 +253,7 @@ async fn a_move_with_freeze_that_will_be_refused_freezes_nothing() {
         let written: Vec<String> = server
             .writes()
             .iter()
-            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .filter(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT))
             .map(|r| format!("{} {} {:?}", r.verb, r.resource, r.name))
             .collect();
         assert_eq!(
@@ -290,7 +284,7 @@ async fn a_server_side_dry_run_sends_no_write_at_all() {
         let sent: Vec<String> = server
             .requests()
             .iter()
-            .filter(|r| r.agent.starts_with("kubectl-capi/") && r.is_write_attempt())
+            .filter(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT) && r.is_write_attempt())
             .filter(|r| !r.dry_run && r.resource != "selfsubjectaccessreviews")
             .map(|r| format!("{} {} {:?}", r.verb, r.resource, r.name))
             .collect();
@@ -349,7 +343,7 @@ async fn a_freeze_that_would_keep_a_control_plane_from_starting_is_refused_befor
         w.source
             .writes()
             .iter()
-            .all(|r| !r.agent.starts_with("kubectl-capi/")),
+            .all(|r| !r.agent.starts_with(crate::common::PLUGIN_AGENT)),
         "nothing frozen"
     );
 }
@@ -387,7 +381,7 @@ async fn a_connection_lost_during_the_dry_runs_leaves_no_namespace_behind() {
         capi_sandbox::FaultRule::new(capi_sandbox::FaultAction::Drop)
             .verbs(&["create"])
             .dry_run(true)
-            .agent("kubectl-capi/"),
+            .agent(crate::common::PLUGIN_AGENT),
     );
     let out = w
         .plugin(&[&MOVE_NS1[..], &["--request-timeout", "1s"]].concat())
@@ -411,12 +405,8 @@ async fn a_rollback_removes_the_namespaces_the_move_made_unless_someone_uses_the
     for someone_uses_it in [false, true] {
         let w = World::start(&Fixture::workload(&["w1"])).await;
         assert!(
-            crate::move_scenarios::kill_at(
-                &w,
-                &MOVE_NS1,
-                crate::move_scenarios::KillPoint::Writes(6)
-            )
-            .await
+            crate::move_world::kill_at(&w, &MOVE_NS1, crate::move_world::KillPoint::Writes(6))
+                .await
         );
         assert!(w.target.object("", "namespaces", "", "ns1").is_some());
         if someone_uses_it {
@@ -447,7 +437,7 @@ async fn ctrl_c_during_the_dry_runs_removes_the_namespaces_they_needed() {
         ))
         .verbs(&["create"])
         .dry_run(true)
-        .agent("kubectl-capi/"),
+        .agent(crate::common::PLUGIN_AGENT),
     );
     let mut child = w
         .command(&[&MOVE_NS1[..], &["--concurrency", "1"]].concat())
@@ -481,7 +471,7 @@ async fn ctrl_c_during_the_dry_runs_removes_the_namespaces_they_needed() {
         w.source
             .writes()
             .iter()
-            .all(|r| !r.agent.starts_with("kubectl-capi/")),
+            .all(|r| !r.agent.starts_with(crate::common::PLUGIN_AGENT)),
         "nothing paused in the source"
     );
     assert!(w.source.lease().is_none());

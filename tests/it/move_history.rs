@@ -3,7 +3,7 @@
 //! there) is never acted on. Real binaries against sandbox servers.
 
 use crate::common::Writes;
-use crate::move_scenarios::{Fixture, KillPoint, MOVE_NS1, World, end_state, kill_at};
+use crate::move_world::{Fixture, KillPoint, MOVE_NS1, World, end_state, kill_at};
 use crate::one_writer::clean_end_state;
 
 /// The one move journal in the world's state directory, and its text.
@@ -167,10 +167,8 @@ async fn after_a_finished_move_a_rerun_moves_what_is_new_and_refuses_what_is_not
 
     // A new global object the target lacks is moved.
     w.source
-        .load(
-            serde_json::json!({"apiVersion": crate::move_scenarios::INFRA,
-            "kind": "DockerClusterIdentity", "metadata": {"name": "identity2"}}),
-        )
+        .load(serde_json::json!({"apiVersion": crate::move_world::INFRA,
+            "kind": "DockerClusterIdentity", "metadata": {"name": "identity2"}}))
         .unwrap();
     let out = w.plugin(&FORWARD).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -215,12 +213,8 @@ async fn after_a_finished_move_a_rerun_moves_what_is_new_and_refuses_what_is_not
         out.stdout
     );
     assert!(
-        w.target
-            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
-            .is_some()
-            && w.source
-                .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
-                .is_none()
+        crate::common::has_cluster(&w.target, "ns1", "foo")
+            && !crate::common::has_cluster(&w.source, "ns1", "foo")
     );
     assert!(record_in(&w.target, "foo").is_some() && record_in(&w.source, "foo").is_none());
 }
@@ -257,11 +251,7 @@ async fn clusters_paused_by_an_interrupted_move_are_refused_with_how_to_continue
     assert!(hint.ends_with("--resume"), "{hint}");
     let pasted = w.paste(&hint).await;
     assert_eq!(pasted.code, 0, "{hint}: {}", pasted.stderr);
-    assert!(
-        w.target
-            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
-            .is_some()
-    );
+    assert!(crate::common::has_cluster(&w.target, "ns1", "foo"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -275,7 +265,7 @@ async fn a_shared_object_this_pair_copied_is_reused_both_ways_and_never_overwrit
             "ns1",
             "cloud-config",
             &[],
-            serde_json::json!({"metadata": {"labels": {crate::move_scenarios::MOVE_LABEL: ""}}}),
+            serde_json::json!({"metadata": {"labels": {crate::move_world::MOVE_LABEL: ""}}}),
         );
     let w = World::start(&f).await;
     let secret = |server: &capi_sandbox::ApiServer| {
@@ -320,7 +310,7 @@ async fn a_shared_object_this_pair_copied_is_reused_both_ways_and_never_overwrit
     w.source
         .load(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "cloud-config", "namespace": "ns1",
-                "labels": {crate::move_scenarios::MOVE_LABEL: ""}}}))
+                "labels": {crate::move_world::MOVE_LABEL: ""}}}))
         .unwrap();
     let out = w.plugin(&[&FORWARD[..], &["foo"]].concat()).await;
     assert_eq!(out.code, 1, "{}", out.stderr);

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use crate::move_scenarios::{
+use crate::move_world::{
     CORE, Fixture, INFRA, KillPoint, MOVE_NS1, World, end_state, kill_at, plugin_deletes,
 };
 
@@ -19,7 +19,7 @@ fn write_attempts(server: &capi_sandbox::ApiServer) -> Vec<String> {
     server
         .requests()
         .into_iter()
-        .filter(|r| r.agent.starts_with("kubectl-capi/") && r.is_write_attempt())
+        .filter(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT) && r.is_write_attempt())
         .filter(|r| r.resource != "selfsubjectaccessreviews" && !crate::common::is_lease(r))
         .map(|r| {
             format!(
@@ -89,11 +89,7 @@ async fn one_cluster_as_source_and_target_is_refused_before_any_write() {
             .all(|r| !crate::common::is_lease(r)),
         "the lease is taken only once both ends are known to differ"
     );
-    assert!(
-        w.source
-            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
-            .is_some()
-    );
+    assert!(crate::common::has_cluster(&w.source, "ns1", "foo"));
     // The real target is fine, and a server-side dry run leaves it as it was: not even the
     // namespace its dry-run creates needed stays.
     let target_before = end_state(&w.target);
@@ -203,7 +199,7 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
         .verbs(&["delete"])
         .resource(resource)
         .name(name)
-        .agent("kubectl-capi/")
+        .agent(crate::common::PLUGIN_AGENT)
         .times(1)
     };
     // The move stops while deleting a Machine; the resume, at the Cluster everything belongs to.
@@ -241,7 +237,7 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
         w.source
             .requests()
             .iter()
-            .filter(|r| r.verb == "delete" && r.agent.starts_with("kubectl-capi/"))
+            .filter(|r| r.verb == "delete" && r.agent.starts_with(crate::common::PLUGIN_AGENT))
             .filter(|r| !crate::common::is_lease(r))
             .filter(|r| {
                 r.resource != "configmaps"
@@ -600,13 +596,13 @@ async fn the_preflight_checks_the_journal_copy_permissions_and_leaves_no_namespa
             w.source
                 .writes()
                 .iter()
-                .all(|r| !r.agent.starts_with("kubectl-capi/"))
+                .all(|r| !r.agent.starts_with(crate::common::PLUGIN_AGENT))
         );
         assert!(
             w.target
                 .writes()
                 .iter()
-                .all(|r| !r.agent.starts_with("kubectl-capi/"))
+                .all(|r| !r.agent.starts_with(crate::common::PLUGIN_AGENT))
         );
         assert_eq!(
             end_state(&w.target),
@@ -627,7 +623,7 @@ async fn as_impersonates_in_both_clusters() {
         .target
         .requests()
         .iter()
-        .filter(|r| r.agent.starts_with("kubectl-capi/") && !r.resource.is_empty())
+        .filter(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT) && !r.resource.is_empty())
         .map(|r| r.user.clone())
         .collect();
     assert_eq!(
@@ -816,7 +812,7 @@ async fn a_record_the_target_refused_is_named_with_a_verify_that_works_when_past
         .verbs(&["create"])
         .resource("configmaps")
         .dry_run(false)
-        .agent("kubectl-capi/"),
+        .agent(crate::common::PLUGIN_AGENT),
     );
     let journal = w.dir.path().join("this-move.json");
     let mut args = MOVE_NS1.to_vec();

@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use crate::move_scenarios::{
+use crate::move_world::{
     CLUSTER_FOO, CONTROL_PLANE, CORE, Fixture, INFRA, MOVE_HIERARCHY_LABEL, MOVE_LABEL, MOVE_NS1,
     World, group,
 };

@@ -8,7 +8,7 @@ use std::time::Duration;
 use capi_sandbox::{ApiServer, FaultAction, FaultRule};
 
 use crate::common::Writes;
-use crate::move_scenarios::{Fixture, MOVE_NS1, World, end_state};
+use crate::move_world::{Fixture, MOVE_NS1, World, end_state};
 
 /// Someone else at another terminal: impersonated, so the servers log their writes apart.
 const INTRUDER: &str = "intruder";
@@ -30,7 +30,7 @@ fn slow(server: &ApiServer, verb: &str, each: Duration) {
         FaultRule::new(FaultAction::Latency(each))
             .verbs(&[verb])
             .dry_run(false)
-            .agent("kubectl-capi/"),
+            .agent(crate::common::PLUGIN_AGENT),
     );
 }
 
@@ -40,7 +40,7 @@ fn objects_written(server: &ApiServer, verb: &str) -> usize {
     server
         .writes()
         .iter()
-        .filter(|r| r.verb == verb && r.agent.starts_with("kubectl-capi/"))
+        .filter(|r| r.verb == verb && r.agent.starts_with(crate::common::PLUGIN_AGENT))
         .filter(|r| r.resource != "namespaces" && r.resource != "configmaps")
         .count()
 }
@@ -355,7 +355,7 @@ async fn the_lease_permissions_are_reviewed_and_a_move_without_them_writes_nothi
             server
                 .writes()
                 .iter()
-                .all(|r| !r.agent.starts_with("kubectl-capi/")),
+                .all(|r| !r.agent.starts_with(crate::common::PLUGIN_AGENT)),
             "nothing written"
         );
     }
@@ -371,7 +371,7 @@ async fn a_copy_removed_by_a_command_without_the_lease_keeps_its_original_in_the
     // deletes last from the source.
     capi_sandbox::api::delete(
         &w.target.client(),
-        crate::move_scenarios::CORE,
+        crate::move_world::CORE,
         "Cluster",
         "ns1",
         "foo",
@@ -390,9 +390,7 @@ async fn a_copy_removed_by_a_command_without_the_lease_keeps_its_original_in_the
         out.stderr
     );
     assert!(
-        w.source
-            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
-            .is_some(),
+        crate::common::has_cluster(&w.source, "ns1", "foo"),
         "the original stays: the Cluster exists somewhere"
     );
     assert!(w.source.lease().is_none());
@@ -681,9 +679,7 @@ async fn a_same_name_object_that_appears_in_the_target_is_never_taken_for_the_mo
         "a rollback leaves it too"
     );
     assert!(
-        w.target
-            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
-            .is_none(),
+        !crate::common::has_cluster(&w.target, "ns1", "foo"),
         "the move's copies are gone"
     );
 }
@@ -724,11 +720,11 @@ async fn a_holder_stopped_past_its_lease_writes_nothing_once_it_runs_again() {
         [&w.source, &w.target]
             .iter()
             .flat_map(|s| s.mutations())
-            .filter(|r| r.user != INTRUDER && r.agent.starts_with("kubectl-capi/"))
+            .filter(|r| r.user != INTRUDER && r.agent.starts_with(crate::common::PLUGIN_AGENT))
             .count()
     };
     let before = by_the_holder();
-    let journal_copies = crate::move_scenarios::journal_copies;
+    let journal_copies = crate::move_world::journal_copies;
     assert_eq!(
         journal_copies(&w),
         0,
@@ -819,7 +815,7 @@ async fn two_moves_from_two_sources_into_one_target_exactly_one_proceeds() {
         server
             .mutations()
             .iter()
-            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .filter(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT))
             .filter(|r| (r.user == INTRUDER) == intruder)
             .filter(|r| r.resource != "leases")
             .count()
@@ -839,9 +835,5 @@ async fn two_moves_from_two_sources_into_one_target_exactly_one_proceeds() {
         0,
         "nothing in the target"
     );
-    assert!(
-        its_source
-            .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
-            .is_some()
-    );
+    assert!(crate::common::has_cluster(its_source, "ns1", "foo"));
 }

@@ -48,7 +48,7 @@ fn plugin_writes(pair: &Pair) -> usize {
                 .server
                 .writes()
                 .iter()
-                .filter(|r| r.agent.starts_with("kubectl-capi/"))
+                .filter(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT))
                 .count()
         })
         .sum()
@@ -70,18 +70,14 @@ async fn a_move_into_the_workload_cluster_itself_goes_through_its_secret_and_wri
     );
     let target = &pair.env.target.server;
     assert!(
-        target
-            .object("cluster.x-k8s.io", "clusters", "default", "w1")
-            .is_some(),
+        crate::common::has_cluster(target, "default", "w1"),
         "the Cluster is in the cluster it describes"
     );
-    assert!(
-        pair.env
-            .source
-            .server
-            .object("cluster.x-k8s.io", "clusters", "default", "w1")
-            .is_none()
-    );
+    assert!(!crate::common::has_cluster(
+        &pair.env.source.server,
+        "default",
+        "w1"
+    ));
     // The kubeconfig was never written: not in the journal, the state or the test's files.
     let temp = std::env::temp_dir();
     for dir in [
@@ -211,7 +207,7 @@ async fn a_pivot_killed_after_its_secret_left_the_source_resumes_through_the_kub
         FaultRule::new(FaultAction::Latency(std::time::Duration::from_millis(100)))
             .verbs(&["delete"])
             .dry_run(false)
-            .agent("kubectl-capi/"),
+            .agent(crate::common::PLUGIN_AGENT),
     );
     let mut command = crate::common::plugin_command(
         Some(&pair.kubeconfig),
@@ -255,14 +251,8 @@ async fn a_pivot_killed_after_its_secret_left_the_source_resumes_through_the_kub
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
-        pair.env
-            .target
-            .server
-            .object("cluster.x-k8s.io", "clusters", "default", "w1")
-            .is_some()
-            && source
-                .object("cluster.x-k8s.io", "clusters", "default", "w1")
-                .is_none(),
+        crate::common::has_cluster(&pair.env.target.server, "default", "w1")
+            && !crate::common::has_cluster(&source, "default", "w1"),
         "moved: {}",
         out.stderr
     );
@@ -412,7 +402,7 @@ async fn a_secret_kubeconfig_that_would_run_or_read_anything_is_refused_before_a
         target
             .requests()
             .iter()
-            .filter(|r| r.agent.starts_with("kubectl-capi/"))
+            .filter(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT))
             .count()
     };
     for (list, field, value) in cases {
@@ -545,9 +535,7 @@ async fn after_a_pivot_another_cluster_moves_into_it_and_the_printed_commands_wo
     let target = &pair.env.target.server;
     for name in ["w1", "w2"] {
         assert!(
-            target
-                .object("cluster.x-k8s.io", "clusters", "default", name)
-                .is_some(),
+            crate::common::has_cluster(target, "default", name),
             "{name} is in w1"
         );
     }

@@ -98,7 +98,7 @@ async fn the_seed_situation_names_the_scaling_owner_and_wait_returns_when_it_fin
             .filter(|r| {
                 r.verb == "watch"
                     && r.resource == "machines"
-                    && r.agent.starts_with("kubectl-capi/")
+                    && r.agent.starts_with(crate::common::PLUGIN_AGENT)
             })
             .count()
     };
@@ -146,7 +146,7 @@ async fn the_seed_situation_names_the_scaling_owner_and_wait_returns_when_it_fin
         .server
         .writes()
         .into_iter()
-        .filter(|r| r.agent.starts_with("kubectl-capi/"))
+        .filter(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT))
         .collect();
     assert!(
         plugin_writes.is_empty(),
@@ -157,7 +157,7 @@ async fn the_seed_situation_names_the_scaling_owner_and_wait_returns_when_it_fin
             .server
             .requests()
             .iter()
-            .any(|r| r.agent.starts_with("kubectl-capi/")),
+            .any(|r| r.agent.starts_with(crate::common::PLUGIN_AGENT)),
         "the plugin's requests are recognisable"
     );
 }
@@ -561,7 +561,7 @@ async fn ctrl_c_interrupts_wait_with_exit_code_130() {
         .spawn()
         .unwrap();
     crate::common::wait_until("ready --wait to watch", || {
-        env.source.server.watches("kubectl-capi/") > 0
+        env.source.server.watches(crate::common::PLUGIN_AGENT) > 0
     })
     .await;
     let output = crate::common::interrupt(child).await;

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::move_scenarios::{Fixture, World};
+use crate::move_world::{Fixture, World};
 
 /// Clusters foo (labelled env=prod) and bar in ns1, a Machine each.
 fn two_clusters() -> Fixture {
@@ -25,9 +25,7 @@ fn two_clusters() -> Fixture {
 }
 
 fn in_target(w: &World, name: &str) -> bool {
-    w.target
-        .object("cluster.x-k8s.io", "clusters", "ns1", name)
-        .is_some()
+    crate::common::has_cluster(&w.target, "ns1", name)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::common::Writes;
 
-use crate::move_scenarios::{CORE, Fixture, INFRA, KillPoint, World, kill_at};
+use crate::move_world::{CORE, Fixture, INFRA, KillPoint, World, kill_at};
 
 const PAUSED: &str = "cluster.x-k8s.io/paused";
 
@@ -81,7 +81,9 @@ async fn a_shared_class_ends_unpaused_in_the_source_and_the_next_move_proceeds()
         .source
         .writes()
         .into_iter()
-        .filter(|r| r.agent.starts_with("kubectl-capi/") && r.resource == "clusterclasses")
+        .filter(|r| {
+            r.agent.starts_with(crate::common::PLUGIN_AGENT) && r.resource == "clusterclasses"
+        })
         .collect();
     assert_eq!(class_patches.len(), 2, "{class_patches:?}");
 
@@ -93,11 +95,7 @@ async fn a_shared_class_ends_unpaused_in_the_source_and_the_next_move_proceeds()
         "the next Cluster of the class moves: {}",
         out.stderr
     );
-    assert!(
-        w.target
-            .object("cluster.x-k8s.io", "clusters", "ns1", "bar")
-            .is_some()
-    );
+    assert!(crate::common::has_cluster(&w.target, "ns1", "bar"));
     assert!(!paused(&class(&w.source)) && !paused(&class(&w.target)));
 }
 
@@ -144,10 +142,10 @@ async fn a_machine_created_after_the_plan_is_never_left_behind() {
         .verbs(&["patch"])
         .resource("clusters")
         .dry_run(false)
-        .agent("kubectl-capi/")
+        .agent(crate::common::PLUGIN_AGENT)
         .times(1),
     );
-    let args = crate::move_scenarios::MOVE_NS1;
+    let args = crate::move_world::MOVE_NS1;
     let child = w.command(&args).output();
     let meanwhile = async {
         crate::common::wait_until("the move's pause to be held", || {

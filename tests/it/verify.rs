@@ -336,7 +336,7 @@ async fn an_interrupted_verification_says_how_to_verify_later_and_that_works_whe
             .server
             .requests()
             .iter()
-            .any(|r| r.verb == "watch" && r.agent.starts_with("kubectl-capi/"))
+            .any(|r| r.verb == "watch" && r.agent.starts_with(crate::common::PLUGIN_AGENT))
     };
     let deadline = tokio::time::Instant::now() + crate::moving::SETTLE;
     while !watching() {

@@ -117,12 +117,14 @@ fn source_checks(
         .scheduled
         .iter()
         .map(|uid| plan.node(uid))
-        .filter(|n| n.reference.kind == "ClusterClass" && n.reference.group() == CORE_GROUP)
+        .filter(|n| {
+            n.reference.kind == crate::names::CLUSTER_CLASS && n.reference.group() == CORE_GROUP
+        })
         .filter(|n| !paused_by_this_move.contains(&n.reference))
         .filter(|n| {
             n.object
                 .as_ref()
-                .is_some_and(|o| crate::names::is_paused_annotation(o))
+                .is_some_and(|o| crate::model::object::is_paused_by_annotation(o))
         })
         .map(|n| format!("{}/{}", n.reference.namespace, n.reference.name))
         .collect();

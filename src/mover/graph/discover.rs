@@ -265,7 +265,7 @@ async fn classes_across_namespaces(
         .collect();
     let Some(cc_type) = types
         .iter()
-        .find(|t| t.info.group == CORE_GROUP && t.info.kind == "ClusterClass")
+        .find(|t| t.info.group == CORE_GROUP && t.info.kind == crate::names::CLUSTER_CLASS)
     else {
         return Ok(());
     };

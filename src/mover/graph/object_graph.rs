@@ -33,7 +33,7 @@ impl TypeInfo {
         let hierarchy = matches!(
             (group, kind),
             (CORE_GROUP, crate::names::CLUSTER)
-                | (CORE_GROUP, "ClusterClass")
+                | (CORE_GROUP, crate::names::CLUSTER_CLASS)
                 | (ADDONS_GROUP, "ClusterResourceSet")
         ) || labels.contains_key(MOVE_HIERARCHY_LABEL);
         TypeInfo {
@@ -263,7 +263,7 @@ impl Graph {
                     let view = ClusterView::read(object);
                     if let Some((class_ns, class)) = view.topology_class {
                         let class_ns = class_ns.unwrap_or_else(|| reference.namespace.clone());
-                        if let Some(owner) = find("ClusterClass", &class_ns, &class) {
+                        if let Some(owner) = find(crate::names::CLUSTER_CLASS, &class_ns, &class) {
                             edges.push((node.uid.clone(), owner));
                         }
                     }
@@ -359,7 +359,7 @@ impl Graph {
         let mut keep = BTreeSet::new();
         for node in self.nodes.values().filter(|n| {
             !n.is_virtual()
-                && n.reference.kind == "ClusterClass"
+                && n.reference.kind == crate::names::CLUSTER_CLASS
                 && group_of(&n.reference.api_version) == CORE_GROUP
         }) {
             let outside = node.reference.namespace != namespace;

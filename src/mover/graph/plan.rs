@@ -291,7 +291,10 @@ fn excluded(
                 None => "it is part of an ownership cycle".to_string(),
             }
         } else {
-            "it is not linked to any Cluster (no owner reference, no clusterctl.cluster.x-k8s.io/move label)".to_string()
+            format!(
+                "it is not linked to any Cluster (no owner reference, no {} label)",
+                crate::names::MOVE_LABEL
+            )
         };
         excluded.push(Excluded {
             object: node.reference.clone(),

@@ -16,7 +16,7 @@ use crate::mover::addressing::only_uid;
 use crate::mover::journal::document::Journal;
 
 use crate::names::JOURNAL_COPY_LABEL as LABEL;
-const SHARD_LABEL: &str = "kubectl-capi.dev/move-journal-shard";
+use crate::names::JOURNAL_SHARD_LABEL as SHARD_LABEL;
 /// Characters of journal JSON per ConfigMap: a quarter of the 1 MiB limit.
 pub const SHARD_SIZE: usize = 256 * 1024;
 

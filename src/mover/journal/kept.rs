@@ -64,7 +64,7 @@ impl Kept {
                 ..Default::default()
             },
             data: Some([("value".to_string(), ByteString(kubeconfig.to_vec()))].into()),
-            type_: Some("cluster.x-k8s.io/secret".into()),
+            type_: Some(crate::names::CLUSTER_SECRET_TYPE.into()),
             ..Default::default()
         };
         let params = PostParams {

@@ -201,7 +201,7 @@ fn moved_clusters(planned: &Planned) -> Vec<crate::verify::MovedCluster> {
         .iter()
         .filter_map(|reference| {
             source
-                .of_kind(crate::names::CORE_GROUP, crate::names::CLUSTER)
+                .clusters()
                 .iter()
                 .find(|o| crate::model::ObjectRef::of(o) == *reference)
         })
