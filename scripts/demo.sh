@@ -5,8 +5,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-echo "building kubectl-capi and capi-sandbox (debug; the first build takes a few minutes)..." >&2
+echo "building kubectl-capi and capi-sandbox-tools (debug; the first build takes a few minutes)..." >&2
 # cargo's own progress (one line per crate, and a bar on a terminal) shows where the build is.
-cargo build --locked -p kubectl-capi -p capi-sandbox
+cargo build --locked -p kubectl-capi -p capi-sandbox-tools
 echo "built; starting the demo" >&2
 exec target/debug/capi-sandbox demo --plugin "$root/target/debug/kubectl-capi" "$@"

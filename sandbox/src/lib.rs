@@ -1,13 +1,11 @@
 //! capi-sandbox: the test substrate of kubectl-capi. An in-memory Kubernetes API server that
-//! real kubectl and kube-rs both talk to, plus its own Cluster API CRD set.
+//! real kubectl and kube-rs both talk to, its own Cluster API CRD set, and simulated Cluster API
+//! controllers. The demo, the benchmarks and the binary are `capi-sandbox-tools`.
 
 pub mod api;
 pub mod apiserver;
-pub mod bench;
-pub mod bench_move;
 pub mod controllers;
 pub mod crds;
-pub mod demo;
 pub mod environment;
 pub mod fixture;
 pub mod real_shape;

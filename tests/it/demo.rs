@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use capi_sandbox::controllers::Delays;
 use capi_sandbox::crds::Dialect;
-use capi_sandbox::demo::{DemoOptions, run};
+use capi_sandbox_tools::demo::{DemoOptions, run};
 
 use crate::common::PLUGIN;
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
 const SANDBOX_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sandbox/src");
+const TOOLS_SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sandbox/tools/src");
 
 /// Every `.rs` file under `src/` with its module path (`crate::mover::graph::plan`).
 fn modules() -> BTreeMap<String, PathBuf> {
@@ -285,6 +286,11 @@ fn no_module_imports_one_that_imports_it_back() {
             .is_some_and(|t| t.iter().any(|m| m.starts_with("crate::apiserver::"))),
         "the scan sees the sandbox's references: {files:?}"
     );
+    let files = module_cycles(&modules_under(TOOLS_SRC), "the sandbox's tools");
+    assert!(
+        files.contains_key("crate"),
+        "the scan sees the tools' modules: {files:?}"
+    );
 }
 
 /// Fails on any cycle between the files of `modules`, or between their top-level modules;
@@ -363,7 +369,7 @@ const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "the binary maps the command's ExitStatus to the exit code",
     ),
     (
-        "sandbox/src/bin/capi-sandbox.rs",
+        "sandbox/tools/src/bin/capi-sandbox.rs",
         Rule::Prints,
         "the sandbox's own binary, a developer's tool, not the plugin: it says what it serves",
     ),
@@ -383,13 +389,17 @@ enum Rule {
 
 /// Whether the file at `path` is excepted from `rule` (see [`EXCEPTIONS`]).
 fn excepted(path: &Path, rule: Rule) -> bool {
-    let file = path
-        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+    let file = in_repository(path);
+    EXCEPTIONS.iter().any(|(f, r, _)| *f == file && *r == rule)
+}
+
+/// `path` as the repository names it (`src/names.rs`).
+fn in_repository(path: &Path) -> String {
+    path.strip_prefix(env!("CARGO_MANIFEST_DIR"))
         .unwrap()
         .to_string_lossy()
         .trim_start_matches('/')
-        .to_string();
-    EXCEPTIONS.iter().any(|(f, r, _)| *f == file && *r == rule)
+        .to_string()
 }
 
 /// Every way of writing to the terminal or ending the process that bypasses the printer.
@@ -409,7 +419,7 @@ const PRINTING: &[&str] = &[
 #[test]
 fn every_module_says_what_it_owns_and_only_the_printer_prints() {
     let mut broken = Vec::new();
-    for root in [SRC, SANDBOX_SRC] {
+    for root in [SRC, SANDBOX_SRC, TOOLS_SRC] {
         for (module, path) in modules_under(root) {
             let text = std::fs::read_to_string(&path).unwrap();
             if !text.starts_with("//! ") {
@@ -583,16 +593,11 @@ const MOST_LINES_PER_FUNCTION: usize = 120;
 #[test]
 fn files_and_functions_stay_readable() {
     let mut too_long = BTreeMap::new();
-    for root in [SRC, SANDBOX_SRC] {
+    for root in [SRC, SANDBOX_SRC, TOOLS_SRC] {
         for (module, path) in modules_under(root) {
             let code = code(&path);
             let lines = code.lines().count();
-            let file = path
-                .strip_prefix(env!("CARGO_MANIFEST_DIR"))
-                .unwrap()
-                .to_string_lossy()
-                .trim_start_matches('/')
-                .to_string();
+            let file = in_repository(&path);
             if lines > MOST_LINES_PER_FILE {
                 too_long.insert(file, format!("{lines} lines"));
             }
@@ -625,7 +630,7 @@ fn a_long_function_is_measured_from_fn_to_its_closing_brace() {
 #[test]
 fn mod_rs_files_only_wire() {
     let mut logic = Vec::new();
-    for root in [SRC, SANDBOX_SRC] {
+    for root in [SRC, SANDBOX_SRC, TOOLS_SRC] {
         for (module, path) in modules_under(root) {
             if path.file_name().is_none_or(|name| name != "mod.rs") {
                 continue;
@@ -669,7 +674,7 @@ const MOST_LINES_PER_TEST_FILE: usize = 1000;
 fn test_files_stay_readable_too() {
     let mut too_long = Vec::new();
     let mut read = 0;
-    for dir in ["tests/it", "sandbox/tests/it"] {
+    for dir in ["tests/it", "sandbox/tests/it", "sandbox/tools/tests"] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
@@ -688,5 +693,54 @@ fn test_files_stay_readable_too() {
         too_long.is_empty(),
         "no test file over {MOST_LINES_PER_TEST_FILE} lines (split it by what it tests):\n{}",
         too_long.join("\n")
+    );
+}
+
+/// Whether one name is the other with one letter more (`request`, `requests`; `write`, `writes`).
+fn a_letter_apart(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
+    long.len() == short.len() + 1
+        && (0..long.len()).any(|i| {
+            long.is_char_boundary(i) && {
+                let mut without = long.to_string();
+                without.remove(i);
+                without == short
+            }
+        })
+}
+
+#[test]
+fn no_two_neighbours_are_named_a_letter_apart() {
+    assert!(a_letter_apart("request", "requests") && a_letter_apart("writes", "write"));
+    assert!(!a_letter_apart("plan", "planning") && !a_letter_apart("patch", "watch"));
+    let mut close = Vec::new();
+    for root in [SRC, SANDBOX_SRC, TOOLS_SRC] {
+        let mut by_folder: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
+        for path in modules_under(root).into_values() {
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let (folder, name) = match stem.as_str() {
+                "mod" => {
+                    let folder = path.parent().unwrap();
+                    let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+                    (folder.parent().unwrap().to_path_buf(), name)
+                }
+                _ => (path.parent().unwrap().to_path_buf(), stem),
+            };
+            by_folder.entry(folder).or_default().push(name);
+        }
+        for (folder, names) in by_folder {
+            for (i, a) in names.iter().enumerate() {
+                for b in &names[i + 1..] {
+                    if a_letter_apart(a, b) {
+                        close.push(format!("{}: {a} and {b}", folder.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        close.is_empty(),
+        "files beside each other are told apart by more than a letter:\n{}",
+        close.join("\n")
     );
 }

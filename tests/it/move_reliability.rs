@@ -339,7 +339,7 @@ async fn ctrl_c_stops_at_a_safe_point_and_says_how_to_resume() {
 /// The benchmark itself stays runnable (its figures come from `capi-sandbox bench-move`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_move_benchmark_runs_on_a_small_fixture() {
-    let options = capi_sandbox::bench_move::MoveOptions {
+    let options = capi_sandbox_tools::bench_move::MoveOptions {
         clusters: 2,
         workers: 2,
         write_latency: std::time::Duration::ZERO,
@@ -349,7 +349,7 @@ async fn the_move_benchmark_runs_on_a_small_fixture() {
         // Objects as heavy as a real server's pass the move's preflight and move as well.
         real_shaped: true,
     };
-    let report = capi_sandbox::bench_move::run(&options).await.unwrap();
+    let report = capi_sandbox_tools::bench_move::run(&options).await.unwrap();
     assert!(
         report.starts_with(
             "2 clusters × (1 control-plane + 2 workers) = 50 objects shaped like a real management cluster's"
@@ -373,7 +373,7 @@ async fn the_move_benchmark_runs_on_a_small_fixture() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_reads_per_kind_not_per_object() {
     let measure = |clusters, workers| {
-        let options = capi_sandbox::bench_move::MoveOptions {
+        let options = capi_sandbox_tools::bench_move::MoveOptions {
             clusters,
             workers,
             write_latency: std::time::Duration::ZERO,
@@ -383,7 +383,7 @@ async fn a_move_reads_per_kind_not_per_object() {
             real_shaped: false,
         };
         async move {
-            capi_sandbox::bench_move::measure_move(&options)
+            capi_sandbox_tools::bench_move::measure_move(&options)
                 .await
                 .unwrap()
         }
@@ -408,7 +408,7 @@ async fn a_move_reads_per_kind_not_per_object() {
     }
     // What is neither a read nor a write: one server-side dry-run create per object, and access
     // reviews per kind.
-    let rest = |run: &capi_sandbox::bench_move::MoveRun| {
+    let rest = |run: &capi_sandbox_tools::bench_move::MoveRun| {
         run.requests - run.writes - run.reads - run.objects
     };
     assert_eq!(rest(&small), rest(&large));

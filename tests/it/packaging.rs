@@ -154,11 +154,11 @@ fn the_demo_script_says_what_it_builds_and_shows_cargo_progress() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     let lines: Vec<&str> = stderr.lines().collect();
     assert!(
-        lines[0].starts_with("building kubectl-capi and capi-sandbox"),
+        lines[0].starts_with("building kubectl-capi and capi-sandbox-tools"),
         "{stderr}"
     );
     assert_eq!(
-        lines[1], "cargo build --locked -p kubectl-capi -p capi-sandbox",
+        lines[1], "cargo build --locked -p kubectl-capi -p capi-sandbox-tools",
         "cargo's own progress is shown (no --quiet)"
     );
 }

@@ -2,7 +2,6 @@
 //! kube-apiserver's answers, through kube-rs (in-process and over HTTP) and through real kubectl.
 
 mod answers;
-mod binary;
 mod common;
 mod controllers;
 mod kube_rs;

@@ -345,14 +345,14 @@ async fn demo(
             plugin.display()
         );
     }
-    let options = capi_sandbox::demo::DemoOptions {
+    let options = capi_sandbox_tools::demo::DemoOptions {
         plugin,
         delays: Delays::millis(delay_ms),
         dialect,
         pivot,
     };
     let mut stdout = std::io::stdout();
-    capi_sandbox::demo::run(&options, &mut stdout).await?;
+    capi_sandbox_tools::demo::run(&options, &mut stdout).await?;
     Ok(())
 }
 
@@ -418,7 +418,7 @@ async fn main() -> anyhow::Result<()> {
             no_sequential,
             real_shaped,
         } => {
-            let options = capi_sandbox::bench_move::MoveOptions {
+            let options = capi_sandbox_tools::bench_move::MoveOptions {
                 clusters,
                 workers,
                 write_latency: Duration::from_millis(write_latency_ms),
@@ -427,7 +427,7 @@ async fn main() -> anyhow::Result<()> {
                 sequential: !no_sequential,
                 real_shaped,
             };
-            print!("{}", capi_sandbox::bench_move::run(&options).await?);
+            print!("{}", capi_sandbox_tools::bench_move::run(&options).await?);
             Ok(())
         }
         Command::BenchApiserver {
@@ -435,12 +435,12 @@ async fn main() -> anyhow::Result<()> {
             listed,
             concurrency,
         } => {
-            let options = capi_sandbox::bench::Options {
+            let options = capi_sandbox_tools::bench::Options {
                 objects,
                 listed: listed.min(objects),
                 concurrency,
             };
-            let figures = capi_sandbox::bench::apiserver(&options).await?;
+            let figures = capi_sandbox_tools::bench::apiserver(&options).await?;
             let width = figures.iter().map(|f| f.what.len()).max().unwrap_or(0);
             for figure in figures {
                 println!("{:width$}  {}", figure.what, figure.value);

@@ -8,8 +8,8 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::json;
 
-use crate::apiserver::server::ApiServer;
-use crate::crds::{self, Dialect};
+use capi_sandbox::apiserver::server::ApiServer;
+use capi_sandbox::crds::{self, Dialect};
 
 pub struct Options {
     /// Objects stored in all.

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
-use crate::apiserver::{KubeconfigEntry, write_kubeconfig};
-use crate::crds::{self, Dialect};
-use crate::fixture::Fixture;
-use crate::{
+use capi_sandbox::apiserver::{KubeconfigEntry, write_kubeconfig};
+use capi_sandbox::crds::{self, Dialect};
+use capi_sandbox::fixture::Fixture;
+use capi_sandbox::{
     apiserver::server::ApiServer, apiserver::server::Serving, apiserver::shared::ServerOptions,
 };
 
@@ -66,7 +66,7 @@ async fn pair(options: &MoveOptions, dir: &Path, tag: &str) -> anyhow::Result<Pa
     }
     let mut objects = fixture.load(&[&source])?;
     if options.real_shaped {
-        crate::real_shape::weather(&source, &objects).await?;
+        capi_sandbox::real_shape::weather(&source, &objects).await?;
         // What the servers hold now, managedFields of both writers included.
         objects = objects
             .iter()
@@ -77,7 +77,7 @@ async fn pair(options: &MoveOptions, dir: &Path, tag: &str) -> anyhow::Result<Pa
                     .map_or("", |(g, _)| g);
                 source.object(
                     group,
-                    &crate::api::plural(o["kind"].as_str()?),
+                    &capi_sandbox::api::plural(o["kind"].as_str()?),
                     o["metadata"]["namespace"].as_str().unwrap_or(""),
                     o["metadata"]["name"].as_str()?,
                 )
@@ -147,18 +147,18 @@ fn children_cpu_seconds() -> f64 {
 /// to the last write of a moved object in the source (journal saves inside a window count: they
 /// hold a slot of `--concurrency` too).
 fn in_flight<'a>(
-    source: &'a [crate::apiserver::control::RequestRecord],
-    target: &'a [crate::apiserver::control::RequestRecord],
+    source: &'a [capi_sandbox::apiserver::control::RequestRecord],
+    target: &'a [capi_sandbox::apiserver::control::RequestRecord],
     agent: &str,
 ) -> (f64, f64) {
-    let writes = |records: &'a [crate::apiserver::control::RequestRecord]| -> Vec<&'a crate::apiserver::control::RequestRecord> {
+    let writes = |records: &'a [capi_sandbox::apiserver::control::RequestRecord]| -> Vec<&'a capi_sandbox::apiserver::control::RequestRecord> {
         records
             .iter()
             .filter(|r| r.agent.starts_with(agent) && r.is_write_attempt())
             .collect()
     };
     let (source, target) = (writes(source), writes(target));
-    let moved = |r: &&&crate::apiserver::control::RequestRecord| {
+    let moved = |r: &&&capi_sandbox::apiserver::control::RequestRecord| {
         r.resource != "configmaps" && r.resource != "namespaces"
     };
     let Some(create_start) = target
@@ -191,7 +191,7 @@ fn in_flight<'a>(
         .map(|r| r.answered)
         .max()
         .unwrap_or(delete_start);
-    let all: Vec<&crate::apiserver::control::RequestRecord> =
+    let all: Vec<&capi_sandbox::apiserver::control::RequestRecord> =
         source.iter().chain(&target).copied().collect();
     let average = |from: Instant, to: Instant| {
         let window = to.saturating_duration_since(from).as_secs_f64();
@@ -267,7 +267,8 @@ async fn timed_move(
     let cpu_seconds = children_cpu_seconds() - cpu_before;
     anyhow::ensure!(status.success(), "the move failed ({status})");
     let summary: Value = serde_json::from_str(&summary.await??)?;
-    let agent = |r: &crate::apiserver::control::RequestRecord| r.agent.starts_with("kubectl-capi/");
+    let agent =
+        |r: &capi_sandbox::apiserver::control::RequestRecord| r.agent.starts_with("kubectl-capi/");
     let requests = [&pair.source, &pair.target]
         .iter()
         .map(|s| s.requests().iter().filter(|r| agent(r)).count())
@@ -335,7 +336,7 @@ async fn raw_ceiling(
     pair.source.set_garbage_collection(false);
     let source = pair.serving.0.client().await?;
     let target = pair.serving.1.client().await?;
-    crate::api::create(
+    capi_sandbox::api::create(
         &target,
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}),
     )
@@ -364,7 +365,7 @@ async fn raw_ceiling(
     let created: Vec<anyhow::Result<()>> = stream::iter(bodies.iter().map(|b| {
         let target = target.clone();
         async move {
-            crate::api::create(&target, b).await?;
+            capi_sandbox::api::create(&target, b).await?;
             if writes == RawWrites::Four {
                 patch_object(&target, b, touch).await?;
             }
@@ -381,7 +382,7 @@ async fn raw_ceiling(
             if writes == RawWrites::Four {
                 patch_object(&source, o, touch).await?;
             }
-            crate::api::delete(
+            capi_sandbox::api::delete(
                 &source,
                 o["apiVersion"].as_str().unwrap_or_default(),
                 o["kind"].as_str().unwrap_or_default(),
@@ -405,7 +406,7 @@ async fn raw_ceiling(
 }
 
 async fn patch_object(client: &kube::Client, object: &Value, patch: &Value) -> anyhow::Result<()> {
-    crate::api::merge_patch(
+    capi_sandbox::api::merge_patch(
         client,
         object["apiVersion"].as_str().unwrap_or_default(),
         object["kind"].as_str().unwrap_or_default(),
@@ -504,8 +505,8 @@ mod tests {
         from_ms: u64,
         to_ms: u64,
         at: Instant,
-    ) -> crate::apiserver::control::RequestRecord {
-        crate::apiserver::control::RequestRecord {
+    ) -> capi_sandbox::apiserver::control::RequestRecord {
+        capi_sandbox::apiserver::control::RequestRecord {
             verb: verb.into(),
             group: String::new(),
             resource: resource.into(),

@@ -11,10 +11,10 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::json;
 
-use crate::controllers::{Delays, Step};
-use crate::crds::Dialect;
-use crate::environment::{Environment, Options, Progress, SOURCE_CONTEXT, TARGET_CONTEXT};
-use crate::workload::Workload;
+use capi_sandbox::controllers::{Delays, Step};
+use capi_sandbox::crds::Dialect;
+use capi_sandbox::environment::{Environment, Options, Progress, SOURCE_CONTEXT, TARGET_CONTEXT};
+use capi_sandbox::workload::Workload;
 
 pub struct DemoOptions {
     /// The kubectl-capi binary; its directory is put first on PATH for kubectl's plugin lookup.
@@ -404,7 +404,7 @@ async fn scale_up_control_plane(
         .is_some_and(|c| !c["spec"]["topology"].is_null());
     if topology {
         // A ClusterClass cluster is scaled through its topology (a direct patch is set back).
-        crate::api::merge_patch(
+        capi_sandbox::api::merge_patch(
             &client,
             &format!("cluster.x-k8s.io/{version}"),
             "Cluster",
@@ -414,7 +414,7 @@ async fn scale_up_control_plane(
         )
         .await?;
     } else {
-        crate::api::merge_patch(
+        capi_sandbox::api::merge_patch(
             &client,
             &format!("controlplane.cluster.x-k8s.io/{version}"),
             "KubeadmControlPlane",
