@@ -267,8 +267,9 @@ async fn timed_move(
     let cpu_seconds = children_cpu_seconds() - cpu_before;
     anyhow::ensure!(status.success(), "the move failed ({status})");
     let summary: Value = serde_json::from_str(&summary.await??)?;
-    let agent =
-        |r: &capi_sandbox::apiserver::control::RequestRecord| r.agent.starts_with("kubectl-capi/");
+    let agent = |r: &capi_sandbox::apiserver::control::RequestRecord| {
+        r.agent == kubectl_capi::kube::connect::USER_AGENT
+    };
     let requests = [&pair.source, &pair.target]
         .iter()
         .map(|s| s.requests().iter().filter(|r| agent(r)).count())
@@ -298,7 +299,7 @@ async fn timed_move(
         in_flight: in_flight(
             &pair.source.requests(),
             &pair.target.requests(),
-            "kubectl-capi/",
+            kubectl_capi::kube::connect::USER_AGENT,
         ),
         phases: summary["phases"].clone(),
     })
