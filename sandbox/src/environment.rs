@@ -27,6 +27,9 @@ pub struct Options {
     /// The workload cluster the target server plays: its `NAME-kubeconfig` Secret in the source
     /// reaches the target (a self-hosted pivot moves NAME into itself).
     pub self_hosted: Option<String>,
+    /// Serve HTTPS and authenticate by client certificate, as a real management cluster does
+    /// (the kubeconfig carries the CA, the certificate and its key).
+    pub tls: bool,
 }
 
 impl Options {
@@ -38,6 +41,7 @@ impl Options {
             seed: 7,
             target_cannot_adopt: false,
             self_hosted: None,
+            tls: false,
         }
     }
 }
@@ -64,6 +68,8 @@ async fn managed(
 ) -> anyhow::Result<Managed> {
     let server = ApiServer::new(ServerOptions {
         seed: options.seed,
+        tls: options.tls,
+        client_certificates: options.tls,
         ..ServerOptions::default()
     });
     crds::install_with_inventory(&server, options.dialect)?;

@@ -264,7 +264,7 @@ async fn cluster_names(typed: &[String]) -> Option<Vec<(String, String)>> {
             Some(ns) => Api::namespaced_with(cluster.client.clone(), ns, &resource),
             None => Api::all_with(cluster.client.clone(), &resource),
         };
-        match api.list(&ListParams::default()).await {
+        match api.list_metadata(&ListParams::default()).await {
             Ok(list) => {
                 return Some(
                     list.items

@@ -13,42 +13,38 @@ use crate::names::FIELD_MANAGER;
 use crate::mover::graph::discover::MoveType;
 
 /// Name → UID of every object of `resource` in `namespace` of `cluster` (all namespaces when
-/// empty): lean LIST pages, nothing kept but metadata. A kind the cluster does not serve has
-/// none; any other failure is an error naming the `which` end.
+/// empty): metadata-only LIST pages (`PartialObjectMetadataList`), as existence and identity need
+/// nothing else. A kind the cluster does not serve has none; any other failure is an error
+/// naming the `which` end.
 pub async fn uids_by_name(
     cluster: &Cluster,
     resource: &ApiResource,
     namespace: &str,
     which: &str,
 ) -> crate::error::Result<std::collections::BTreeMap<String, String>> {
-    let lean = crate::snapshot::Keep {
-        managed_fields: false,
-        status: crate::snapshot::Status::Skip,
-    };
     let objects = api(cluster, resource, namespace);
     let mut uids = std::collections::BTreeMap::new();
     let mut params = kube::api::ListParams::default().limit(crate::snapshot::PAGE_SIZE);
     loop {
-        let page =
-            match crate::snapshot::listed::page(&objects, &cluster.client, &params, lean).await {
-                Ok(page) => page,
-                Err(kube::Error::Api(status)) if status.code == 404 => return Ok(uids),
-                Err(e) => {
-                    return Err(cluster.api_error(
-                        e,
-                        &format!(
-                            "listing {} in the {which}",
-                            crate::snapshot::qualified(resource)
-                        ),
-                    ));
-                }
-            };
+        let page = match objects.list_metadata(&params).await {
+            Ok(page) => page,
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(uids),
+            Err(e) => {
+                return Err(cluster.api_error(
+                    e,
+                    &format!(
+                        "listing {} in the {which}",
+                        crate::snapshot::qualified(resource)
+                    ),
+                ));
+            }
+        };
         uids.extend(
             page.items
                 .into_iter()
-                .filter_map(|l| Some((l.object.metadata.name?, l.object.metadata.uid?))),
+                .filter_map(|o| Some((o.metadata.name?, o.metadata.uid?))),
         );
-        match page.next {
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
             Some(token) => params = params.continue_token(&token),
             None => return Ok(uids),
         }

@@ -15,6 +15,7 @@ async fn the_demo_tells_the_story_with_the_real_plugin() {
         delays: Delays::millis(20),
         dialect: Dialect::V1beta2,
         pivot: true,
+        plain_http: false,
     };
     let mut out = Vec::new();
     let report = run(&options, &mut out).await.expect("the demo runs");

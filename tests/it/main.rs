@@ -26,5 +26,6 @@ mod ready;
 mod selection;
 mod shared_objects;
 mod snapshot;
+mod tls;
 mod verify;
 mod workflows;

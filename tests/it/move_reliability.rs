@@ -348,6 +348,7 @@ async fn the_move_benchmark_runs_on_a_small_fixture() {
         sequential: true,
         // Objects as heavy as a real server's pass the move's preflight and move as well.
         real_shaped: true,
+        plain_http: false,
     };
     let report = capi_sandbox_tools::bench_move::run(&options).await.unwrap();
     assert!(
@@ -381,6 +382,7 @@ async fn a_move_reads_per_kind_not_per_object() {
             plugin: crate::common::PLUGIN.into(),
             sequential: false,
             real_shaped: false,
+            plain_http: false,
         };
         async move {
             capi_sandbox_tools::bench_move::measure_move(&options)
@@ -541,4 +543,38 @@ async fn concurrency_one_is_one_request_at_a_time_in_each_cluster() {
     assert!(dry_runs > 20, "the preflight's dry runs are among them");
     assert_eq!(most_in_flight(&requests(&w.target)), 1);
     assert_eq!(most_in_flight(&requests(&w.source)), 1);
+}
+
+/// The existence and identity checks — the preflight's objects-in-target check and the delete
+/// phase's copy check — read metadata only (`PartialObjectMetadataList`): every LIST the plugin
+/// sends the target of a kind it moves asks for it (the provider inventory, read for versions,
+/// aside).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn existence_checks_read_metadata_only() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let moved = w.move_with(&["-n", "ns1"]).await;
+    assert_eq!(moved.code, 0, "{}", moved.stderr);
+    let lists: Vec<_> = w
+        .target
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent == crate::common::PLUGIN_AGENT && r.verb == "list")
+        .filter(|r| r.group.ends_with("cluster.x-k8s.io") || r.resource == "secrets")
+        // The provider inventory is read for its versions: whole, as it must be.
+        .filter(|r| r.resource != "providers")
+        .collect();
+    assert!(
+        lists.len() >= 2,
+        "the preflight and the delete phase list the target: {lists:?}"
+    );
+    let full: Vec<String> = lists
+        .iter()
+        .filter(|r| !r.metadata_only)
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        full,
+        Vec::<String>::new(),
+        "whole objects listed in the target"
+    );
 }

@@ -25,6 +25,8 @@ pub struct RequestRecord {
     pub agent: String,
     /// A DELETE's `preconditions.uid`, so tests can see that a client names what it deletes.
     pub precondition_uid: Option<String>,
+    /// A LIST that asked for metadata only (`PartialObjectMetadataList`).
+    pub metadata_only: bool,
     /// When the request arrived and when its answer was decided, on one logical clock shared by
     /// all requests: which requests overlapped, and which finished before another began.
     pub started: u64,

@@ -8,6 +8,8 @@ pub struct KubeconfigEntry {
     pub context: String,
     pub server: String,
     pub ca_pem: Option<String>,
+    /// A client certificate and key (`client-certificate-data`, `client-key-data`).
+    pub client: Option<crate::apiserver::tls::ClientIdentity>,
     pub token: Option<String>,
     pub namespace: Option<String>,
 }
@@ -25,10 +27,15 @@ pub fn kubeconfig(entries: &[KubeconfigEntry]) -> String {
                 serde_json::json!(base64::engine::general_purpose::STANDARD.encode(ca));
         }
         clusters.push(serde_json::json!({"name": e.context, "cluster": cluster}));
-        let user = match &e.token {
-            Some(token) => serde_json::json!({"token": token}),
-            None => serde_json::json!({}),
-        };
+        let encode = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+        let mut user = serde_json::json!({});
+        if let Some(token) = &e.token {
+            user["token"] = serde_json::json!(token);
+        }
+        if let Some(client) = &e.client {
+            user["client-certificate-data"] = serde_json::json!(encode(&client.certificate_pem));
+            user["client-key-data"] = serde_json::json!(encode(&client.key_pem));
+        }
         users.push(serde_json::json!({"name": e.context, "user": user}));
         let mut context = serde_json::json!({"cluster": e.context, "user": e.context});
         if let Some(ns) = &e.namespace {

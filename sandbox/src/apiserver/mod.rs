@@ -18,7 +18,7 @@ pub mod server;
 pub mod shared;
 pub mod status;
 pub mod store;
-mod tls;
+pub mod tls;
 pub mod validation;
 mod watch;
 

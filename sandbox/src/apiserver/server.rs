@@ -102,11 +102,16 @@ impl ApiServer {
             .with_context(|| format!("binding 127.0.0.1:{port}"))?;
         let addr = listener.local_addr()?;
         *self.shared.address.lock() = addr.to_string();
-        let tls = if self.shared.options.tls {
-            Some(super::tls::generate()?)
+        let options = &self.shared.options;
+        let tls = if options.tls {
+            let client_for = options
+                .client_certificates
+                .then_some(options.admin_user.as_str());
+            Some(super::tls::generate(client_for)?)
         } else {
             None
         };
+        let admin_certificate = tls.as_ref().and_then(|t| t.client.clone()).map(|c| c.der);
         let acceptor = tls
             .as_ref()
             .map(|t| tokio_rustls::TlsAcceptor::from(t.config.clone()));
@@ -120,14 +125,23 @@ impl ApiServer {
                 let _ = stream.set_nodelay(true);
                 let shared = shared.clone();
                 let acceptor = acceptor.clone();
+                let admin_certificate = admin_certificate.clone();
                 connections.spawn(async move {
                     match acceptor {
                         Some(acceptor) => {
                             if let Ok(stream) = acceptor.accept(stream).await {
-                                serve_connection(shared, stream).await;
+                                let presented = stream
+                                    .get_ref()
+                                    .1
+                                    .peer_certificates()
+                                    .and_then(|c| c.first())
+                                    .map(|c| c.as_ref().to_vec());
+                                let by_certificate =
+                                    presented.is_some() && presented == admin_certificate;
+                                serve_connection(shared, stream, by_certificate).await;
                             }
                         }
-                        None => serve_connection(shared, stream).await,
+                        None => serve_connection(shared, stream, false).await,
                     }
                 });
                 while connections.try_join_next().is_some() {}
@@ -137,6 +151,7 @@ impl ApiServer {
         Ok(Serving {
             url: format!("{scheme}://{addr}"),
             addr,
+            client: tls.as_ref().and_then(|t| t.client.clone()),
             ca_pem: tls.map(|t| t.ca_pem),
             token: self.shared.options.token.clone(),
             task,
@@ -355,11 +370,17 @@ async fn garbage_collector(shared: Weak<Shared>) {
     }
 }
 
-async fn serve_connection<S>(shared: Arc<Shared>, stream: S)
+/// Serves one connection; `by_certificate`: its client presented the admin's certificate.
+async fn serve_connection<S>(shared: Arc<Shared>, stream: S, by_certificate: bool)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+    let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+        if by_certificate {
+            request
+                .extensions_mut()
+                .insert(super::handler::ClientCertificate);
+        }
         let response = respond(shared.clone(), request);
         // A concrete error type keeps hyper's connection future `Send` for every lifetime.
         async move { response.await.map_err(std::io::Error::other) }
@@ -446,7 +467,13 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // In process there is no handshake: the harness holds the admin's certificate.
+        if self.shared.options.client_certificates {
+            request
+                .extensions_mut()
+                .insert(super::handler::ClientCertificate);
+        }
         respond(self.shared.clone(), request)
     }
 }
@@ -457,6 +484,8 @@ pub struct Serving {
     pub addr: SocketAddr,
     /// PEM of the CA to trust, when serving TLS.
     pub ca_pem: Option<String>,
+    /// The admin's client certificate, when clients authenticate with one.
+    pub client: Option<super::tls::ClientIdentity>,
     pub token: Option<String>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -469,6 +498,7 @@ impl Serving {
             context: context.to_string(),
             server: self.url.clone(),
             ca_pem: self.ca_pem.clone(),
+            client: self.client.clone(),
             token: self.token.clone(),
             namespace: Some("default".to_string()),
         }

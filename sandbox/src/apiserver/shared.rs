@@ -17,6 +17,10 @@ pub struct ServerOptions {
     pub token: Option<String>,
     /// Serve HTTPS with a self-signed CA (over TCP only).
     pub tls: bool,
+    /// With `tls`: authenticate a client by the certificate the CA issued for the admin (a
+    /// kubeconfig's `client-certificate-data`), as a management cluster does; a request with
+    /// neither that certificate nor `token` is 401.
+    pub client_certificates: bool,
     /// The user every request with `token` runs as, unless impersonating.
     pub admin_user: String,
     /// Other bearer tokens, each of a user without permissions of its own (`token → user`), as
@@ -34,6 +38,7 @@ impl Default for ServerOptions {
         ServerOptions {
             token: None,
             tls: false,
+            client_certificates: false,
             admin_user: "sandbox-admin".to_string(),
             user_tokens: std::collections::BTreeMap::new(),
             history_limit: 200_000,

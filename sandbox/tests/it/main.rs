@@ -6,5 +6,6 @@ mod common;
 mod controllers;
 mod kube_rs;
 mod kubectl;
+mod metadata_lists;
 mod semantics;
 mod server;

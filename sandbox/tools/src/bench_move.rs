@@ -27,6 +27,8 @@ pub struct MoveOptions {
     /// Objects shaped like a real management cluster's (see `real_shape`), so that answers are
     /// as heavy as a real server's.
     pub real_shaped: bool,
+    /// Serve plain HTTP instead of HTTPS with client certificates (what users run).
+    pub plain_http: bool,
 }
 
 /// Loads `clusters` provisioned workload clusters into namespace `bench`; returns the objects.
@@ -55,8 +57,13 @@ struct Pair {
 }
 
 async fn pair(options: &MoveOptions, dir: &Path, tag: &str) -> anyhow::Result<Pair> {
-    let source = ApiServer::new(ServerOptions::default());
-    let target = ApiServer::new(ServerOptions::default());
+    let served = ServerOptions {
+        tls: !options.plain_http,
+        client_certificates: !options.plain_http,
+        ..ServerOptions::default()
+    };
+    let source = ApiServer::new(served.clone());
+    let target = ApiServer::new(served);
     for server in [&source, &target] {
         crds::install_with_inventory(server, Dialect::V1beta2)?;
     }
@@ -521,6 +528,7 @@ mod tests {
             version: "v1".into(),
             agent: "kubectl-capi/test".into(),
             precondition_uid: None,
+            metadata_only: false,
             started: 0,
             finished: 0,
             arrived: at + Duration::from_millis(from_ms),

@@ -24,6 +24,8 @@ pub struct DemoOptions {
     /// End with the Cluster API quick start's last step: a self-hosted pivot of a third cluster
     /// into itself (`move --to-cluster`), the target server playing that cluster.
     pub pivot: bool,
+    /// Serve plain HTTP instead of HTTPS with client certificates.
+    pub plain_http: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -151,6 +153,7 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
         .context("plugin path has no directory")?
         .to_path_buf();
     let mut environment = Options::new(options.dialect, options.delays);
+    environment.tls = !options.plain_http;
     environment.self_hosted = options.pivot.then(|| PIVOTED.to_string());
     let env = Environment::start(&environment, &kubeconfig).await?;
     let mut report = DemoReport::default();

@@ -94,7 +94,7 @@ async fn every_forbidden_read(cluster: &Cluster, catalog: &Catalog, crds_denied:
     for resource in resources {
         let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);
         let read = api
-            .list(&ListParams::default().limit(1))
+            .list_metadata(&ListParams::default().limit(1))
             .await
             .map(|_| ())
             .map_err(|e| cluster.api_error(e, &format!("listing {}", resource.plural)));

@@ -133,7 +133,7 @@ pub(in crate::mover) async fn remove_if_empty(
             let api: Api<DynamicObject> =
                 Api::namespaced_with(target.client.clone(), &made.name, resource);
             let left = api
-                .list(&kube::api::ListParams::default().limit(2))
+                .list_metadata(&kube::api::ListParams::default().limit(2))
                 .await
                 .map_err(|e| {
                     target.api_error(

@@ -138,6 +138,10 @@ fn deprecation_warning(target: &Target) -> Vec<(header::HeaderName, String)> {
     )]
 }
 
+/// The request came over a connection whose client presented the admin's certificate.
+#[derive(Clone, Copy)]
+pub struct ClientCertificate;
+
 /// When a request's headers arrived, before its body was read.
 #[derive(Clone, Copy)]
 pub struct Arrived(pub std::time::Instant);
@@ -170,6 +174,7 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
             .then(|| serde_json::from_slice::<Value>(&body).ok())
             .flatten()
             .and_then(|options| options["preconditions"]["uid"].as_str().map(str::to_string)),
+        metadata_only: super::reads::metadata_only(&parts.headers),
         started: shared.tick(),
         finished: 0,
         arrived: parts
@@ -179,10 +184,11 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
         answered: std::time::Instant::now(),
     };
 
+    let by_certificate = parts.extensions.get::<ClientCertificate>().is_some();
     let outcome = serve(
         &shared,
         &parts.method,
-        &parts.headers,
+        (&parts.headers, by_certificate),
         &segments,
         &query,
         body,
@@ -211,13 +217,13 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
 async fn serve(
     shared: &Arc<Shared>,
     method: &Method,
-    headers: &HeaderMap,
+    (headers, by_certificate): (&HeaderMap, bool),
     segments: &[&str],
     query: &Query,
     body: Bytes,
     record: &mut RequestRecord,
 ) -> Outcome {
-    let user = match authenticate(shared, headers) {
+    let user = match authenticate(shared, headers, by_certificate) {
         Ok(user) => user,
         Err(err) => return Outcome::Respond(error_response(&err)),
     };
@@ -388,7 +394,7 @@ async fn execute(
     };
     match target.verb {
         "get" => get(&call),
-        "list" => list(shared, target, query),
+        "list" => list(shared, target, query, metadata_only(headers)),
         "watch" => start_watch(shared, target, query),
         "create" => create(&call, warnings),
         "update" => update(&call, warnings),

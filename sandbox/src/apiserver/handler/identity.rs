@@ -7,7 +7,14 @@ use crate::apiserver::status::{ApiError, ApiResult};
 use http::{HeaderMap, header};
 use serde_json::json;
 
-pub(super) fn authenticate(shared: &Shared, headers: &HeaderMap) -> ApiResult<User> {
+/// Who sends the request: a user of `user_tokens` by its token; else the admin — by the admin's
+/// client certificate (`by_certificate`), or by `token` when one is required, or by anything
+/// when the server requires neither.
+pub(super) fn authenticate(
+    shared: &Shared,
+    headers: &HeaderMap,
+    by_certificate: bool,
+) -> ApiResult<User> {
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -29,9 +36,13 @@ pub(super) fn authenticate(shared: &Shared, headers: &HeaderMap) -> ApiResult<Us
             is_admin: false,
         });
     }
-    if let Some(expected) = &shared.options.token
-        && presented != Some(expected.as_str())
-    {
+    let options = &shared.options;
+    let by_token = options
+        .token
+        .as_deref()
+        .is_some_and(|expected| presented == Some(expected));
+    let required = options.token.is_some() || (options.tls && options.client_certificates);
+    if required && !by_token && !by_certificate {
         return Err(ApiError::unauthorized());
     }
     let admin = shared.options.admin_user.clone();

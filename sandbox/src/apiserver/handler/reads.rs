@@ -7,7 +7,7 @@ use crate::apiserver::shared::Shared;
 use crate::apiserver::status::{ApiError, ApiResult};
 use crate::apiserver::watch::{self, WatchSpec};
 use bytes::Bytes;
-use http::{Response, header};
+use http::{HeaderMap, Response, header};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +49,31 @@ pub(super) fn parse_continue(token: &str) -> ApiResult<(u64, String, String)> {
     Ok((value["rv"].as_u64().ok_or_else(invalid)?, ns, name))
 }
 
-pub(super) fn list(shared: &Shared, target: &Target, query: &Query) -> ApiResult<Reply> {
+/// Whether a LIST asks for metadata only (`Accept: application/json;as=PartialObjectMetadataList;
+/// g=meta.k8s.io;v=v1`), as kubectl and kube-rs's `list_metadata` send.
+pub(super) fn metadata_only(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .next()
+        .is_some_and(|first| {
+            let parameters: Vec<&str> = first.split(';').map(str::trim).collect();
+            parameters.contains(&"as=PartialObjectMetadataList")
+                && parameters.contains(&"g=meta.k8s.io")
+                && parameters.contains(&"v=v1")
+        })
+}
+
+/// LIST: a page of the objects (or, `metadata_only`, of their metadata, as the real apiserver
+/// answers a `PartialObjectMetadataList`: each item's metadata, managedFields included).
+pub(super) fn list(
+    shared: &Shared,
+    target: &Target,
+    query: &Query,
+    metadata_only: bool,
+) -> ApiResult<Reply> {
     let def = &target.def;
     let (labels, fields) = selectors(def, query)?;
     let limit: usize = query
@@ -98,6 +122,24 @@ pub(super) fn list(shared: &Shared, target: &Target, query: &Query) -> ApiResult
         if !filtering {
             metadata["remainingItemCount"] = json!(remaining);
         }
+    }
+    if metadata_only {
+        let items: Vec<Value> = items
+            .iter()
+            .map(|item| {
+                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": item["metadata"]})
+            })
+            .collect();
+        let list = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+            "metadata": metadata, "items": items});
+        return Ok(Reply::Raw(
+            Response::builder()
+                .status(200)
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(body::full(serde_json::to_vec(&list).expect("JSON")))
+                .expect("valid response"),
+        ));
     }
     // Serialise by hand so that 10,000 stored objects are not deep-copied to rewrite apiVersion.
     let api_version = def.api_version(&target.version);

@@ -55,6 +55,10 @@ struct Up {
     /// reaches the target, for a self-hosted pivot (`kubectl capi move NAME --to-cluster NAME`).
     #[arg(long, value_name = "NAME")]
     self_hosted: Option<String>,
+    /// Serve plain HTTP (default: HTTPS, clients authenticated by certificate, as a real
+    /// management cluster).
+    #[arg(long)]
+    plain_http: bool,
 }
 
 /// Where `scale` and `node` find a running sandbox: its kubeconfig, context and namespace.
@@ -83,10 +87,11 @@ enum Command {
         /// Which Cluster API CRD flavour to install.
         #[arg(long, value_enum, default_value_t = Dialect::V1beta2)]
         dialect: Dialect,
-        /// Serve HTTPS with a self-signed CA (written into the kubeconfig).
+        /// Serve plain HTTP (default: HTTPS, clients authenticated by certificate, as a real
+        /// management cluster).
         #[arg(long)]
-        tls: bool,
-        /// Require this bearer token (written into the kubeconfig).
+        plain_http: bool,
+        /// Also accept this bearer token (written into the kubeconfig).
         #[arg(long)]
         token: Option<String>,
     },
@@ -130,6 +135,10 @@ enum Command {
         /// End with a self-hosted pivot: a third cluster moved into itself (move --to-cluster).
         #[arg(long)]
         pivot: bool,
+        /// Serve plain HTTP (default: HTTPS, clients authenticated by certificate, as a real
+        /// management cluster).
+        #[arg(long)]
+        plain_http: bool,
     },
     /// Measure the API server's capacity: creates (sequential and concurrent, in-process) up to
     /// --objects stored objects, and LIST of --listed objects in-process and over HTTP.
@@ -163,6 +172,10 @@ enum Command {
         /// specs, controller status and its managedFields): answers as heavy as a real server's.
         #[arg(long)]
         real_shaped: bool,
+        /// Serve plain HTTP (default: HTTPS, clients authenticated by certificate, as a real
+        /// management cluster).
+        #[arg(long)]
+        plain_http: bool,
     },
 }
 
@@ -202,6 +215,7 @@ async fn up(
         block_move,
         target_cannot_adopt,
         self_hosted,
+        plain_http,
     }: Up,
 ) -> anyhow::Result<()> {
     let delays = delay_ms.map(Delays::millis).unwrap_or_else(Delays::seconds);
@@ -209,6 +223,7 @@ async fn up(
     options.block_move = block_move;
     options.target_cannot_adopt = target_cannot_adopt;
     options.self_hosted = self_hosted;
+    options.tls = !plain_http;
     let env = Environment::start(&options, &kubeconfig).await?;
     eprintln!(
         "source: {} (context {SOURCE_CONTEXT})",
@@ -260,10 +275,11 @@ async fn serve(
     port: u16,
     kubeconfig: PathBuf,
     dialect: Dialect,
-    (tls, token): (bool, Option<String>),
+    (plain_http, token): (bool, Option<String>),
 ) -> anyhow::Result<()> {
     let server = ApiServer::new(ServerOptions {
-        tls,
+        tls: !plain_http,
+        client_certificates: !plain_http,
         token,
         ..ServerOptions::default()
     });
@@ -333,7 +349,7 @@ async fn scale(
 async fn demo(
     plugin: Option<PathBuf>,
     delay_ms: u64,
-    (dialect, pivot): (Dialect, bool),
+    (dialect, pivot, plain_http): (Dialect, bool, bool),
 ) -> anyhow::Result<()> {
     let plugin = match plugin {
         Some(p) => p,
@@ -350,6 +366,7 @@ async fn demo(
         delays: Delays::millis(delay_ms),
         dialect,
         pivot,
+        plain_http,
     };
     let mut stdout = std::io::stdout();
     capi_sandbox_tools::demo::run(&options, &mut stdout).await?;
@@ -364,9 +381,9 @@ async fn main() -> anyhow::Result<()> {
             port,
             kubeconfig,
             dialect,
-            tls,
+            plain_http,
             token,
-        } => serve(port, kubeconfig, dialect, (tls, token)).await,
+        } => serve(port, kubeconfig, dialect, (plain_http, token)).await,
         Command::Up(settings) => up(settings).await,
         Command::Scale {
             at,
@@ -408,7 +425,8 @@ async fn main() -> anyhow::Result<()> {
             delay_ms,
             dialect,
             pivot,
-        } => demo(plugin, delay_ms, (dialect, pivot)).await,
+            plain_http,
+        } => demo(plugin, delay_ms, (dialect, pivot, plain_http)).await,
         Command::BenchMove {
             plugin,
             clusters,
@@ -417,6 +435,7 @@ async fn main() -> anyhow::Result<()> {
             concurrency,
             no_sequential,
             real_shaped,
+            plain_http,
         } => {
             let options = capi_sandbox_tools::bench_move::MoveOptions {
                 clusters,
@@ -426,6 +445,7 @@ async fn main() -> anyhow::Result<()> {
                 plugin,
                 sequential: !no_sequential,
                 real_shaped,
+                plain_http,
             };
             print!("{}", capi_sandbox_tools::bench_move::run(&options).await?);
             Ok(())
