@@ -92,28 +92,35 @@ impl<'a> ClusterScope<'a> {
         }
         // And whatever they own, as the move's graph finds it (a Secret without the cluster-name
         // label is moved with the Cluster that owns it, so its owners are checked too).
+        // Round by round through the snapshot's owner index (never a scan of every object per
+        // Cluster), each round in the snapshot's order.
         let mut uids: std::collections::HashSet<String> =
             out.iter().filter_map(|o| o.metadata.uid.clone()).collect();
+        let mut round: Vec<String> = uids.iter().cloned().collect();
         loop {
-            let owned: Vec<&'a DynamicObject> = self
-                .snapshot
-                .all()
-                .map(|o| o.as_ref())
-                .filter(|o| o.metadata.namespace.as_deref() == Some(self.namespace))
-                .filter(|o| o.metadata.uid.as_ref().is_some_and(|u| !uids.contains(u)))
+            let mut owned: Vec<&'a crate::snapshot::index::Owned> = round
+                .iter()
+                .flat_map(|uid| self.snapshot.owned_by(uid))
+                .filter(|o| o.object.metadata.namespace.as_deref() == Some(self.namespace))
                 .filter(|o| {
-                    o.metadata
-                        .owner_references
-                        .iter()
-                        .flatten()
-                        .any(|r| uids.contains(&r.uid))
+                    o.object
+                        .metadata
+                        .uid
+                        .as_ref()
+                        .is_some_and(|u| !uids.contains(u))
                 })
                 .collect();
+            owned.sort_by(|a, b| (&a.kind, a.sequence).cmp(&(&b.kind, b.sequence)));
+            owned.dedup_by(|a, b| std::sync::Arc::ptr_eq(&a.object, &b.object));
             if owned.is_empty() {
                 return out;
             }
-            uids.extend(owned.iter().filter_map(|o| o.metadata.uid.clone()));
-            out.extend(owned);
+            round = owned
+                .iter()
+                .filter_map(|o| o.object.metadata.uid.clone())
+                .collect();
+            uids.extend(round.iter().cloned());
+            out.extend(owned.iter().map(|o| o.object.as_ref()));
         }
     }
 }

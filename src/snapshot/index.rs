@@ -197,6 +197,19 @@ pub fn set_types(object: &mut DynamicObject, resource: &kube::core::ApiResource)
 pub struct Snapshot {
     objects: BTreeMap<KindKey, Vec<Arc<DynamicObject>>>,
     by_uid: HashMap<String, Arc<DynamicObject>>,
+    /// Owner UID → what names it in its ownerReferences, each with where [`Self::all`] puts it.
+    owned: HashMap<String, Vec<Owned>>,
+    /// (kind, namespace, Cluster name) → the objects of that kind that belong to that Cluster.
+    by_cluster: HashMap<(KindKey, String, String), Vec<Arc<DynamicObject>>>,
+    inserted: usize,
+}
+
+/// An object some owner owns, with its place in [`Snapshot::all`]'s order.
+#[derive(Debug, Clone)]
+pub struct Owned {
+    pub kind: KindKey,
+    pub sequence: usize,
+    pub object: Arc<DynamicObject>,
 }
 
 impl Snapshot {
@@ -213,10 +226,39 @@ impl Snapshot {
 
     fn insert(&mut self, kind: KindKey, object: DynamicObject) {
         let object = Arc::new(object);
+        self.index(&kind, &object);
+        self.objects.entry(kind).or_default().push(object);
+    }
+
+    /// Indexes `object` by its UID and by each of its owners' UIDs.
+    fn index(&mut self, kind: &KindKey, object: &Arc<DynamicObject>) {
         if let Some(uid) = &object.metadata.uid {
             self.by_uid.insert(uid.clone(), object.clone());
         }
-        self.objects.entry(kind).or_default().push(object);
+        self.inserted += 1;
+        if let (Some(namespace), Some(cluster)) =
+            (object.metadata.namespace.clone(), cluster_name_of(object))
+        {
+            self.by_cluster
+                .entry((kind.clone(), namespace, cluster))
+                .or_default()
+                .push(object.clone());
+        }
+        for owner in object.metadata.owner_references.iter().flatten() {
+            self.owned
+                .entry(owner.uid.clone())
+                .or_default()
+                .push(Owned {
+                    kind: kind.clone(),
+                    sequence: self.inserted,
+                    object: object.clone(),
+                });
+        }
+    }
+
+    /// What names `uid` among its owners.
+    pub fn owned_by(&self, uid: &str) -> &[Owned] {
+        self.owned.get(uid).map(Vec::as_slice).unwrap_or(&[])
     }
 
     /// One paginated LIST for each kind in `kinds` the catalog serves (others are skipped).
@@ -272,12 +314,13 @@ impl Snapshot {
     ) -> Snapshot {
         let mut snapshot = Snapshot::default();
         for (kind, objects) in stores {
-            let entry = snapshot.objects.entry(kind).or_default();
             for object in objects {
-                if let Some(uid) = &object.metadata.uid {
-                    snapshot.by_uid.insert(uid.clone(), object.clone());
-                }
-                entry.push(object);
+                snapshot.index(&kind, &object);
+                snapshot
+                    .objects
+                    .entry(kind.clone())
+                    .or_default()
+                    .push(object);
             }
         }
         snapshot
@@ -313,10 +356,9 @@ impl Snapshot {
         namespace: &'a str,
         cluster: &'a str,
     ) -> impl Iterator<Item = &'a Arc<DynamicObject>> + 'a {
-        self.of_kind(group, kind).iter().filter(move |o| {
-            o.metadata.namespace.as_deref() == Some(namespace)
-                && cluster_name_of(o).as_deref() == Some(cluster)
-        })
+        // Looked up, not filtered: every Cluster asks for every kind.
+        let key = (key(group, kind), namespace.to_string(), cluster.to_string());
+        self.by_cluster.get(&key).into_iter().flatten()
     }
 
     /// Every object, whatever its kind.
