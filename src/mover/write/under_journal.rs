@@ -196,28 +196,34 @@ fn stopped_note(error: &Error, file: &JournalFile, resume: &str) -> String {
 fn moved_clusters(planned: &Planned) -> Vec<crate::verify::MovedCluster> {
     let source = crate::mover::graph::object_graph::snapshot_of(&planned.objects);
     let plan = &planned.plan;
-    planned
-        .clusters
-        .iter()
-        .filter_map(|reference| {
-            source
-                .clusters()
-                .iter()
-                .find(|o| crate::model::ObjectRef::of(o) == *reference)
-        })
-        .map(|o| {
-            let uid = o.metadata.uid.as_deref().unwrap_or_default();
-            let taken = plan
-                .groups
-                .iter()
-                .flatten()
-                .map(|moved| plan.node(moved))
-                .filter(|node| node.tenants.contains(uid))
-                .map(|node| crate::verify::Taken {
+    // What each Cluster takes along, in the plan's order: one pass over the plan, not one per
+    // Cluster.
+    let mut taken_by: std::collections::HashMap<&str, Vec<crate::verify::Taken>> =
+        std::collections::HashMap::new();
+    for node in plan.groups.iter().flatten().map(|moved| plan.node(moved)) {
+        for tenant in &node.tenants {
+            taken_by
+                .entry(tenant.as_str())
+                .or_default()
+                .push(crate::verify::Taken {
                     reference: &node.reference,
                     uid: &node.uid,
                     kept_in_source: plan.kept_in_source.contains(&node.uid),
                 });
+        }
+    }
+    let clusters: std::collections::HashMap<crate::model::ObjectRef, _> = source
+        .clusters()
+        .iter()
+        .map(|o| (crate::model::ObjectRef::of(o), o))
+        .collect();
+    planned
+        .clusters
+        .iter()
+        .filter_map(|reference| clusters.get(reference))
+        .map(|o| {
+            let uid = o.metadata.uid.as_deref().unwrap_or_default();
+            let taken = taken_by.remove(uid).unwrap_or_default();
             crate::verify::MovedCluster::record(&crate::model::ClusterView::read(o), &source)
                 .taking(taken)
         })
