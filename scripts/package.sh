@@ -88,14 +88,14 @@ platform_of() {
 pack() {
   [ -n "$target" ] || target=$(rustc -vV | sed -n 's/^host: //p')
   local suffix="" want got
-  case "$target" in *windows*) suffix=.exe ;; esac
-  case "$target" in
-    x86_64-*-linux-*) want=elf-62 ;;
-    aarch64-*-linux-*) want=elf-183 ;;
-    x86_64-apple-darwin) want=macho-16777223 ;;
-    aarch64-apple-darwin) want=macho-16777228 ;;
-    x86_64-pc-windows-*) want=pe-34404 ;;
-    aarch64-pc-windows-*) want=pe-43620 ;;
+  # The header a binary for the target's os/arch carries (see machine_of).
+  case "$(platform_of "$target")" in
+    linux/amd64) want=elf-62 ;;
+    linux/arm64) want=elf-183 ;;
+    darwin/amd64) want=macho-16777223 ;;
+    darwin/arm64) want=macho-16777228 ;;
+    windows/amd64) want=pe-34404 suffix=.exe ;;
+    windows/arm64) want=pe-43620 suffix=.exe ;;
     *) fail "unknown target $target; pass one of the manifest's triples" ;;
   esac
   if [ -n "$build" ]; then
