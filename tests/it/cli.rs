@@ -7,7 +7,8 @@ use capi_sandbox::crds::Dialect;
 
 use crate::common::{Output, Sandbox, run_plugin};
 
-fn assert_one_line_error(output: &Output, contains: &str) {
+/// Bad input or an unusable server (exit 2) in one `error:` line holding `contains`.
+pub(crate) fn assert_one_line_error(output: &Output, contains: &str) {
     assert_one_line(output, 2, contains);
 }
 

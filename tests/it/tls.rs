@@ -23,12 +23,8 @@ async fn management_cluster(token: Option<&str>) -> Sandbox {
 
 /// Exit 2 and one `error:` line holding every one of `words`.
 fn assert_one_line_error(output: &Output, words: &[&str]) {
-    assert_eq!(output.code, 2, "stderr: {}", output.stderr);
-    let lines: Vec<&str> = output.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "one line: {}", output.stderr);
-    assert!(lines[0].starts_with("error: "), "{}", lines[0]);
     for word in words {
-        assert!(lines[0].contains(word), "{word} in {}", lines[0]);
+        crate::cli::assert_one_line_error(output, word);
     }
 }
 
