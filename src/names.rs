@@ -68,9 +68,13 @@ pub const PREFERRED_VERSIONS: [&str; 2] = [V1BETA2, V1BETA1];
 /// Where a v1beta1 object keeps its v1beta2 status (`status.v1beta2`).
 pub const V1BETA2_STATUS: &str = V1BETA2;
 
-/// `plural.group`, the way kubectl takes a resource (`clusters.cluster.x-k8s.io`).
+/// `plural.group`, the way kubectl takes a resource (`clusters.cluster.x-k8s.io`; `secrets` for
+/// the core group).
 pub fn qualified(plural: &str, group: &str) -> String {
-    format!("{plural}.{group}")
+    match group {
+        "" => plural.to_string(),
+        group => format!("{plural}.{group}"),
+    }
 }
 
 /// The type of the Secrets Cluster API writes (kubeconfigs, certificates).

@@ -69,13 +69,9 @@ impl Fetch {
     }
 }
 
-/// The API handle listing a kind in a scope.
 /// `plural.group` (`plural` for the core group), as kubectl names a resource.
 pub fn qualified(resource: &ApiResource) -> String {
-    match resource.group.as_str() {
-        "" => resource.plural.clone(),
-        group => format!("{}.{group}", resource.plural),
-    }
+    crate::names::qualified(&resource.plural, &resource.group)
 }
 
 /// Every object `api` lists, page by page, typed as `resource`, without managedFields.
@@ -164,6 +160,7 @@ pub async fn unknown_names(
         .collect())
 }
 
+/// The API handle listing a kind in a scope.
 pub fn list_api(
     cluster: &Cluster,
     info: &crate::kube::KindInfo,
