@@ -11,28 +11,28 @@ use crate::mover::journal::document::Journal;
 /// (`--journal`), or in the default directory: the directory is made (0700) and a probe file is
 /// written and removed.
 pub fn check_writable(path: Option<&Path>) -> Result<()> {
-    let default = match path {
-        Some(_) => PathBuf::new(),
-        None => default_dir()?,
-    };
-    let (dir, probe) = match path {
+    // What a message names, the directory to make, the file to probe.
+    let (shown, dir, probe) = match path {
         Some(path) => (
-            path.parent().filter(|d| !d.as_os_str().is_empty()),
+            path.to_path_buf(),
+            path.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(Path::to_path_buf),
             path.with_extension("json.partial"),
         ),
-        None => (
-            Some(default.as_path()),
-            default.join(format!(".probe-{}", std::process::id())),
-        ),
+        None => {
+            let default = default_dir()?;
+            let probe = default.join(format!(".probe-{}", std::process::id()));
+            (default.clone(), Some(default), probe)
+        }
     };
-    let shown = path.unwrap_or(&default);
     let fail = |e: std::io::Error| {
         Error::Usage(format!(
             "cannot write the move journal in {}: {e}; pass a writable --journal PATH",
             shown.display()
         ))
     };
-    if let Some(dir) = dir {
+    if let Some(dir) = &dir {
         create_private_dir(dir).map_err(fail)?;
     }
     if path.is_some_and(Path::is_dir) {
