@@ -46,7 +46,7 @@ impl ApiServer {
             log: Mutex::new(Vec::new()),
             policy: Mutex::new(Policy::default()),
             gc_enabled: AtomicBool::new(true),
-            gc_notify: Notify::new(),
+            gc_notify: Arc::new(Notify::new()),
             write_latency_us: AtomicU64::new(0),
             clock: AtomicU64::new(0),
             answers_held: AtomicUsize::new(0),
@@ -78,7 +78,10 @@ impl ApiServer {
             .expect("built-in namespace");
         }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(garbage_collector(Arc::downgrade(&shared)));
+            runtime.spawn(garbage_collector(
+                Arc::downgrade(&shared),
+                shared.gc_notify.clone(),
+            ));
         }
         ApiServer { shared }
     }
@@ -351,22 +354,16 @@ impl ApiServer {
     }
 }
 
-async fn garbage_collector(shared: Weak<Shared>) {
+async fn garbage_collector(shared: Weak<Shared>, wanted: Arc<Notify>) {
     loop {
-        let notified = match shared.upgrade() {
-            Some(s) => {
-                let n = async move {
-                    s.gc_notify.notified().await;
-                    s
-                };
-                n.await
-            }
-            None => return,
+        // Waiting holds no strong reference: a dropped server is freed, and its drop wakes this.
+        wanted.notified().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
         };
-        if notified.gc_enabled.load(Ordering::Relaxed) {
-            super::ops::collect_garbage(&mut notified.state.lock(), &super::ops::now());
+        if shared.gc_enabled.load(Ordering::Relaxed) {
+            super::ops::collect_garbage(&mut shared.state.lock(), &super::ops::now());
         }
-        drop(notified);
     }
 }
 
@@ -520,5 +517,27 @@ impl Serving {
 impl Drop for Serving {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_dropped_server_is_freed_though_its_collector_runs() {
+        let server = ApiServer::default();
+        server
+            .load(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x", "namespace": "default"}}))
+            .expect("loads");
+        let state = Arc::downgrade(&server.shared);
+        // The collector has started and waits.
+        tokio::task::yield_now().await;
+        drop(server);
+        assert!(
+            state.upgrade().is_none(),
+            "something still holds the server"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! What one server's handlers share: its options, the store, the request log, the faults it
 //! injects, its clocks and address.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -55,7 +56,8 @@ pub(crate) struct Shared {
     pub(in crate::apiserver) faults: Mutex<Faults>,
     pub(in crate::apiserver) policy: Mutex<Policy>,
     pub(in crate::apiserver) gc_enabled: AtomicBool,
-    pub(in crate::apiserver) gc_notify: Notify,
+    /// Shared with the collector's task, which must not keep the server alive while it waits.
+    pub(in crate::apiserver) gc_notify: Arc<Notify>,
     pub(in crate::apiserver) write_latency_us: AtomicU64,
     /// The logical clock of the request log (see `RequestRecord::started`).
     pub(in crate::apiserver) clock: AtomicU64,
@@ -80,5 +82,12 @@ impl Shared {
     }
     pub(in crate::apiserver) fn server_address(&self) -> String {
         self.address.lock().clone()
+    }
+}
+
+impl Drop for Shared {
+    /// Wakes the collector so that it sees the server is gone and ends.
+    fn drop(&mut self) {
+        self.gc_notify.notify_one();
     }
 }

@@ -31,6 +31,9 @@ pub struct MoveOptions {
     pub plain_http: bool,
 }
 
+/// Watch events each benchmark server keeps.
+const WATCH_HISTORY: usize = 10_000;
+
 /// Loads `clusters` provisioned workload clusters into namespace `bench`; returns the objects.
 pub fn load_fixture(
     server: &ApiServer,
@@ -60,6 +63,10 @@ async fn pair(options: &MoveOptions, dir: &Path, tag: &str) -> anyhow::Result<Pa
     let served = ServerOptions {
         tls: !options.plain_http,
         client_certificates: !options.plain_http,
+        // A watch cache's worth: nothing here resumes a watch, and etcd keeps its history on
+        // disk, not in the API server's memory; the default (every event of the run) would
+        // hold every version of every object of the larger sizes.
+        history_limit: WATCH_HISTORY,
         ..ServerOptions::default()
     };
     let source = ApiServer::new(served.clone());
@@ -91,6 +98,8 @@ async fn pair(options: &MoveOptions, dir: &Path, tag: &str) -> anyhow::Result<Pa
             })
             .collect();
     }
+    // Loading is not part of any measured run: forget its events.
+    source.compact();
     for server in [&source, &target] {
         server.set_write_latency(options.write_latency);
     }

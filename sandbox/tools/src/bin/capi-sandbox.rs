@@ -14,6 +14,9 @@ use capi_sandbox::workload::Workload;
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "capi-sandbox",
