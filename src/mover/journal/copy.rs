@@ -9,11 +9,12 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use futures::{StreamExt, stream};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
+use tokio::sync::Semaphore;
 
 use crate::error::Result;
 use crate::kube::Cluster;
 use crate::mover::addressing::only_uid;
-use crate::mover::journal::document::Journal;
+use crate::mover::journal::document::{Journal, JsonPiece};
 
 use crate::names::JOURNAL_COPY_LABEL as LABEL;
 use crate::names::JOURNAL_SHARD_LABEL as SHARD_LABEL;
@@ -39,18 +40,35 @@ fn name(key: &str, shard: usize) -> String {
     format!("kubectl-capi-move-{key}-{shard}")
 }
 
-/// The journal's JSON in slices (on character boundaries).
-pub fn shards(text: &str) -> Vec<&str> {
+/// The journal's pieces (see [`Journal::to_json_pieces`]) gathered into slices of at most
+/// [`SHARD_SIZE`], each begun where a piece may begin one once the slice before holds half that
+/// (a small journal is one slice, written in one request); a piece longer than that is cut on
+/// character boundaries.
+pub fn shards(pieces: &[JsonPiece]) -> Vec<String> {
     let mut out = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let mut end = rest.len().min(SHARD_SIZE);
-        while !rest.is_char_boundary(end) {
-            end -= 1;
+    let mut current = String::new();
+    for piece in pieces {
+        if !current.is_empty()
+            && ((piece.starts_slice && current.len() >= SHARD_SIZE / 2)
+                || current.len() + piece.text.len() > SHARD_SIZE)
+        {
+            out.push(std::mem::take(&mut current));
         }
-        let (head, tail) = rest.split_at(end);
-        out.push(head);
-        rest = tail;
+        let mut rest = piece.text.as_str();
+        while current.len() + rest.len() > SHARD_SIZE {
+            let mut end = SHARD_SIZE - current.len();
+            while !rest.is_char_boundary(end) {
+                end -= 1;
+            }
+            let (head, tail) = rest.split_at(end);
+            current.push_str(head);
+            out.push(std::mem::take(&mut current));
+            rest = tail;
+        }
+        current.push_str(rest);
+    }
+    if !current.is_empty() {
+        out.push(current);
     }
     out
 }
@@ -67,20 +85,24 @@ fn fingerprint(slice: &str) -> u64 {
     hasher.finish()
 }
 
-/// Writes the slices of `text` (a journal's [`Journal::to_json`]) that changed since
-/// `previous` (all of them when it is `None`), in
-/// parallel (server-side apply, so a slice is created or replaced in one request), and
-/// removes slices left from a longer earlier version: those beyond `previous` if known (the
-/// last save of this process), else those a listing finds. Returns what it wrote.
+/// The key of slice 0's ConfigMap that lists the resourceVersions of the other slices as the
+/// save that wrote slice 0 left them: a copy whose slices are not all those (a save cut off
+/// halfway) is no complete copy.
+const SLICES_KEY: &str = "slices";
+
+/// Writes the `slices` (a journal's [`shards`]) that changed since `previous` (all of them when
+/// it is `None`), in parallel (server-side apply, so a slice is created or replaced in one
+/// request), then slice 0 with the resourceVersions of all the others; removes slices left from
+/// a longer earlier version: those beyond `previous` if known (the last save of this process),
+/// else those a listing finds. Returns what it wrote.
 pub async fn save(
     cluster: &Cluster,
     namespace: &str,
     key: &str,
-    text: &str,
-    (previous, concurrency): (Option<&Written>, usize),
+    slices: &[String],
+    (previous, slots): (Option<&Written>, &Semaphore),
 ) -> Result<Written> {
     let api = configmaps(cluster, namespace);
-    let slices = shards(text);
     let fingerprints: Vec<u64> = slices.iter().map(|s| fingerprint(s)).collect();
     let unchanged = |index: usize| {
         previous
@@ -89,53 +111,72 @@ pub async fn save(
             .map(|(_, uid, version)| (uid.clone(), version.clone()))
     };
     let written_at = |index: usize| previous.and_then(|p| p.get(index)).map(|w| w.2.clone());
+    let write = |index: usize, listed: Option<Vec<String>>| {
+        let api = &api;
+        let written_at = written_at(index);
+        let slice = &slices[index];
+        async move {
+            let _slot = slots
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
+            let mut body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name(key, index), "namespace": namespace,
+                    "labels": {LABEL: key, SHARD_LABEL: index.to_string()}},
+                "data": {"journal": slice}});
+            if let Some(listed) = listed {
+                body["data"][SLICES_KEY] = json!(serde_json::to_string(&listed).expect("strings"));
+            }
+            if let Some(version) = written_at.filter(|v| !v.is_empty()) {
+                body["metadata"]["resourceVersion"] = json!(version);
+            }
+            let written = api
+                .patch(
+                    &name(key, index),
+                    &PatchParams::apply(crate::names::FIELD_MANAGER).force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+                .map_err(|e| {
+                    cluster.api_error(
+                        e,
+                        "writing the move journal to the source cluster (a conflict: another command wrote it since this one did)",
+                    )
+                })?;
+            let meta = written.metadata;
+            Ok::<_, crate::error::Error>((
+                index,
+                (
+                    meta.uid.unwrap_or_default(),
+                    meta.resource_version.unwrap_or_default(),
+                ),
+            ))
+        }
+    };
     let answers: Vec<Result<(usize, (String, String))>> = stream::iter(
-        slices
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| unchanged(*index).is_none())
-            .map(|(index, slice)| {
-                let api = &api;
-                let written_at = written_at(index);
-                async move {
-                    let mut body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": name(key, index), "namespace": namespace,
-                            "labels": {LABEL: key, SHARD_LABEL: index.to_string()}},
-                        "data": {"journal": slice}});
-                    if let Some(version) = written_at.filter(|v| !v.is_empty()) {
-                        body["metadata"]["resourceVersion"] = json!(version);
-                    }
-                    let written = api
-                        .patch(
-                            &name(key, index),
-                            &PatchParams::apply(crate::names::FIELD_MANAGER).force(),
-                            &Patch::Apply(&body),
-                        )
-                        .await
-                        .map_err(|e| {
-                            cluster.api_error(
-                                e,
-                                "writing the move journal to the source cluster (a conflict: another command wrote it since this one did)",
-                            )
-                        })?;
-                    let meta = written.metadata;
-                    Ok((
-                        index,
-                        (
-                            meta.uid.unwrap_or_default(),
-                            meta.resource_version.unwrap_or_default(),
-                        ),
-                    ))
-                }
-            }),
+        (1..slices.len())
+            .filter(|index| unchanged(*index).is_none())
+            .map(|index| write(index, None)),
     )
-    .buffer_unordered(concurrency.max(1))
+    .buffer_unordered(slices.len().max(1))
     .collect()
     .await;
     let mut uids: Vec<Option<(String, String)>> = (0..slices.len()).map(unchanged).collect();
     for answer in answers {
         let (index, written) = answer?;
         uids[index] = Some(written);
+    }
+    if !slices.is_empty() {
+        let listed = uids[1..]
+            .iter()
+            .map(|w| {
+                w.as_ref()
+                    .map(|(_, version)| version.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let (_, written) = write(0, Some(listed)).await?;
+        uids[0] = Some(written);
     }
     let written: Written = fingerprints
         .into_iter()
@@ -188,11 +229,37 @@ fn shard_of(configmap: &ConfigMap) -> Option<usize> {
         .ok()
 }
 
+/// The slices (sorted) slice 0 was written with, if they are all there as it lists them (slices
+/// beyond those are left from a longer earlier version, not yet removed). A copy from before
+/// slice 0 listed them is all its slices, complete when their text is a journal.
+fn complete(found: &[ConfigMap]) -> Option<&[ConfigMap]> {
+    let Some(listed) = found
+        .first()
+        .filter(|c| shard_of(c) == Some(0))
+        .and_then(|c| c.data.as_ref()?.get(SLICES_KEY))
+    else {
+        return Some(found);
+    };
+    let listed: Vec<String> = serde_json::from_str(listed).ok()?;
+    let slices = found.get(..=listed.len())?;
+    slices[1..]
+        .iter()
+        .zip(&listed)
+        .enumerate()
+        .all(|(n, (c, version))| {
+            shard_of(c) == Some(n + 1) && c.metadata.resource_version.as_ref() == Some(version)
+        })
+        .then_some(slices)
+}
+
 /// Reads the copy back, if there is a complete one.
 pub async fn load(cluster: &Cluster, namespace: &str, key: &str) -> Result<Option<Journal>> {
     let mut found = list_slices(cluster, &configmaps(cluster, namespace), key).await?;
     found.sort_by_key(|c| shard_of(c).unwrap_or(usize::MAX));
-    let text: String = found
+    let Some(slices) = complete(&found) else {
+        return Ok(None);
+    };
+    let text: String = slices
         .iter()
         .filter_map(|c| c.data.as_ref()?.get("journal").cloned())
         .collect();
@@ -259,14 +326,109 @@ pub async fn remove(cluster: &Cluster, namespace: &str, key: &str) -> Result<()>
 mod tests {
     use super::*;
 
+    fn whole(text: &str) -> JsonPiece {
+        JsonPiece {
+            text: text.into(),
+            starts_slice: false,
+        }
+    }
+
+    /// Saves `journal` in slices, four writes at a time.
+    async fn save_journal(
+        cluster: &Cluster,
+        journal: &mut Journal,
+        previous: Option<&Written>,
+    ) -> Result<Written> {
+        let slices = shards(&journal.to_json_pieces());
+        save(
+            cluster,
+            "default",
+            "k",
+            &slices,
+            (previous, &Semaphore::new(4)),
+        )
+        .await
+    }
+
+    /// Saves `text` as one slice, one write at a time.
+    async fn save_one(
+        cluster: &Cluster,
+        text: &str,
+        previous: Option<&Written>,
+    ) -> Result<Written> {
+        let slices = [text.to_string()];
+        save(
+            cluster,
+            "default",
+            "k",
+            &slices,
+            (previous, &Semaphore::new(1)),
+        )
+        .await
+    }
+
     #[test]
     fn slices_stay_under_the_limit_and_join_back() {
         let text = "é".repeat(SHARD_SIZE); // two bytes each: boundaries matter
-        let slices = shards(&text);
+        let slices = shards(&[whole(&text)]);
         assert!(slices.iter().all(|s| s.len() <= SHARD_SIZE));
         assert_eq!(slices.concat(), text);
         assert_eq!(slices.len(), 2);
-        assert!(shards("").is_empty());
+        assert!(shards(&[]).is_empty());
+    }
+
+    /// A save after one entry changed rewrites the slice that holds it and slice 0 (which lists
+    /// the others), not the whole journal; the copy reads back as the journal.
+    #[tokio::test]
+    async fn a_save_rewrites_only_the_slices_whose_entries_changed() {
+        let server = capi_sandbox::ApiServer::new(capi_sandbox::ServerOptions::default());
+        let cluster = Cluster::from_client(server.client(), "sandbox");
+        let mut journal = crate::mover::journal::document::tests::with_entries(20_000);
+        let first = save_journal(&cluster, &mut journal, None).await.unwrap();
+        assert!(first.len() > 20, "{} slices", first.len());
+        let uid = journal.entries[12_345].uid.clone();
+        journal.entry_mut(&uid).unwrap().deleted = true;
+        let again = save_journal(&cluster, &mut journal, Some(&first))
+            .await
+            .unwrap();
+        let rewritten: Vec<usize> = (0..again.len())
+            .filter(|n| first.get(*n).map(|w| &w.2) != Some(&again[*n].2))
+            .collect();
+        assert_eq!(rewritten.len(), 2, "slice 0 and the entry's: {rewritten:?}");
+        assert_eq!(rewritten[0], 0);
+        let read = load(&cluster, "default", "k").await.unwrap();
+        assert!(read == Some(journal), "the copy reads back as the journal");
+    }
+
+    /// A save cut off after some slices but before slice 0 leaves no copy that reads as a
+    /// journal: the slices are not those slice 0 lists.
+    #[tokio::test]
+    async fn a_copy_whose_slices_are_not_those_slice_0_lists_is_no_copy() {
+        let server = capi_sandbox::ApiServer::new(capi_sandbox::ServerOptions::default());
+        let cluster = Cluster::from_client(server.client(), "sandbox");
+        let mut journal = crate::mover::journal::document::tests::with_entries(2_000);
+        save_journal(&cluster, &mut journal, None).await.unwrap();
+        let read = load(&cluster, "default", "k").await.unwrap();
+        assert!(read == Some(journal.clone()), "the copy reads back");
+        // The next save wrote the slice of an entry that changed, and was cut off before it
+        // got to slice 0.
+        let before = shards(&journal.to_json_pieces());
+        // The last entry of the text (group, then UID): not in slice 0.
+        let last = journal.entries.iter().max_by_key(|e| (e.group, &e.uid));
+        let uid = last.unwrap().uid.clone();
+        journal.entry_mut(&uid).unwrap().deleted = true;
+        let after = shards(&journal.to_json_pieces());
+        let changed = (1..after.len()).find(|n| before[*n] != after[*n]).unwrap();
+        configmaps(&cluster, "default")
+            .patch(
+                &name("k", changed),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"journal": after[changed].clone()}})),
+            )
+            .await
+            .unwrap();
+        let read = load(&cluster, "default", "k").await.unwrap();
+        assert!(read.is_none(), "a copy cut off halfway is no copy");
     }
 
     /// A holder that was overtaken can never overwrite the journal's copy the command that
@@ -276,18 +438,12 @@ mod tests {
     async fn a_save_over_a_copy_someone_else_wrote_since_is_refused() {
         let server = capi_sandbox::ApiServer::new(capi_sandbox::ServerOptions::default());
         let cluster = Cluster::from_client(server.client(), "sandbox");
-        let first = save(&cluster, "default", "k", "{\"a\":1}", (None, 1))
-            .await
-            .unwrap();
-        let again = save(&cluster, "default", "k", "{\"a\":2}", (Some(&first), 1))
-            .await
-            .unwrap();
+        let first = save_one(&cluster, "{\"a\":1}", None).await.unwrap();
+        let again = save_one(&cluster, "{\"a\":2}", Some(&first)).await.unwrap();
         assert_ne!(first[0].2, again[0].2, "a new resourceVersion each write");
         // Another command writes the copy (its own save, without this one's versions).
-        save(&cluster, "default", "k", "{\"b\":3}", (None, 1))
-            .await
-            .unwrap();
-        let stale = save(&cluster, "default", "k", "{\"a\":4}", (Some(&again), 1)).await;
+        save_one(&cluster, "{\"b\":3}", None).await.unwrap();
+        let stale = save_one(&cluster, "{\"a\":4}", Some(&again)).await;
         assert!(stale.is_err(), "the stale write must fail");
         let kept = load(&cluster, "default", "k").await.unwrap();
         assert!(

@@ -142,6 +142,22 @@ pub struct Journal {
     pub entries: Vec<Entry>,
 }
 
+/// A piece of a journal's JSON (see [`Journal::to_json_pieces`]).
+pub struct JsonPiece {
+    pub text: String,
+    /// A slice of the copy in the cluster may begin here.
+    pub starts_slice: bool,
+}
+
+/// One entry in this many may begin a slice of the copy.
+const ENTRIES_PER_SLICE: u64 = 256;
+
+/// Whether a slice of the copy begins at the entry of this UID: decided by the UID alone, so
+/// that slices keep their bounds from one save to the next.
+fn starts_slice(uid: &str) -> bool {
+    fnv1a(uid.as_bytes()).is_multiple_of(ENTRIES_PER_SLICE)
+}
+
 /// A namespace a move created in the target, as its journal records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MadeNamespaceRecord {
@@ -265,6 +281,40 @@ impl Journal {
     /// The journal as written to its file and to its copy in the cluster.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("journal serialises")
+    }
+
+    /// The journal's JSON as pieces that join into a text [`Journal::parse`] reads back as this
+    /// journal: what comes before the entries, each entry (in the order they change: by group,
+    /// then UID), and the end. The copy in the cluster is cut only between entries, at places
+    /// chosen by the entries' UIDs, so that a save rewrites only the slices whose entries changed
+    /// (an entry that grows does not shift every slice after it).
+    pub fn to_json_pieces(&mut self) -> Vec<JsonPiece> {
+        // Entries are the last field: the rest is serialised once without them.
+        let entries = std::mem::take(&mut self.entries);
+        let head = serde_json::to_string(self).expect("journal serialises");
+        self.entries = entries;
+        let prefix = head
+            .strip_suffix("[]}")
+            .expect("entries are the journal's last field");
+        let mut order: Vec<&Entry> = self.entries.iter().collect();
+        order.sort_by(|a, b| (a.group, &a.uid).cmp(&(b.group, &b.uid)));
+        let mut pieces = Vec::with_capacity(order.len() + 2);
+        pieces.push(JsonPiece {
+            text: format!("{prefix}["),
+            starts_slice: false,
+        });
+        for (index, entry) in order.into_iter().enumerate() {
+            let json = serde_json::to_string(entry).expect("entry serialises");
+            pieces.push(JsonPiece {
+                text: if index == 0 { json } else { format!(",{json}") },
+                starts_slice: starts_slice(&entry.uid),
+            });
+        }
+        pieces.push(JsonPiece {
+            text: "]}".into(),
+            starts_slice: false,
+        });
+        pieces
     }
 
     /// Where an entry is: entries are sorted by UID.
@@ -486,11 +536,50 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::mover::journal) mod tests {
     use super::*;
     use crate::mover::journal::local::{FINISHED_RECORDS_KEPT, prune_finished, save_text};
 
-    fn sample() -> Journal {
+    /// [`sample`] with `count` entries over four groups, each of the sample entry's size.
+    pub(in crate::mover::journal) fn with_entries(count: usize) -> Journal {
+        let mut journal = sample();
+        let entry = journal.entries[0].clone();
+        journal.entries = (0..count)
+            .map(|n| Entry {
+                uid: format!("{:08x}-0000-4000-8000-{n:012x}", n * 7919),
+                group: n % 4,
+                object: ObjectRef {
+                    name: format!("object-{n}"),
+                    ..entry.object.clone()
+                },
+                ..entry.clone()
+            })
+            .collect();
+        journal.sort();
+        journal
+    }
+
+    #[test]
+    fn its_pieces_join_into_the_same_journal_cut_between_entries() {
+        let mut journal = with_entries(3000);
+        let pieces = journal.to_json_pieces();
+        let text: String = pieces.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(Journal::parse(&text).unwrap(), journal);
+        let starts = pieces.iter().filter(|p| p.starts_slice).count();
+        assert!(
+            (3..=40).contains(&starts),
+            "about one entry in {ENTRIES_PER_SLICE} begins a slice: {starts}"
+        );
+        assert!(
+            pieces.iter().filter(|p| p.starts_slice).all(|p| p
+                .text
+                .trim_start_matches(',')
+                .starts_with("{\"apiVersion\"")),
+            "slices begin at entries"
+        );
+    }
+
+    pub(in crate::mover::journal) fn sample() -> Journal {
         let object = ObjectRef {
             api_version: "v1".into(),
             kind: "Secret".into(),

@@ -3,6 +3,7 @@
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use tokio::sync::Semaphore;
 
 use crate::error::Result;
 use crate::kube::Cluster;
@@ -39,6 +40,11 @@ impl JournalFile {
     /// [`save`](Self::save) with at most `slots` writes in flight (what `--concurrency` leaves
     /// free while other writes are in flight).
     pub async fn save_within(&mut self, slots: usize) -> Result<()> {
+        self.save_with(&Semaphore::new(slots.max(1))).await
+    }
+
+    /// [`save`](Self::save), each write of the copy holding one of `slots`' permits.
+    async fn save_with(&mut self, slots: &Semaphore) -> Result<()> {
         if self.journal.stage.finished() {
             // A finished move leaves a short record (so a rerun can say it finished) and no
             // copy in the cluster.
@@ -56,16 +62,17 @@ impl JournalFile {
         }
         // Serialised once for both places; the local file first, so that it is never behind
         // the copy.
-        let text: std::sync::Arc<str> = self.journal.to_json().into();
-        save_off_the_runtime(text.clone(), &self.path).await?;
+        let pieces = self.journal.to_json_pieces();
+        let text: String = pieces.iter().map(|p| p.text.as_str()).collect();
+        save_off_the_runtime(text.into(), &self.path).await?;
         if let Some(copy) = &mut self.copy {
             copy.written = Some(
                 crate::mover::journal::copy::save(
                     &copy.cluster,
                     &copy.namespace,
                     &copy.key,
-                    &text,
-                    (copy.written.as_ref(), slots.max(1)),
+                    &crate::mover::journal::copy::shards(&pieces),
+                    (copy.written.as_ref(), slots),
                 )
                 .await?,
             );
@@ -74,8 +81,9 @@ impl JournalFile {
     }
 
     /// Saves while writes are in flight: the save takes a free slot of `concurrency` (waiting for
-    /// one if none is), and the answers that arrive meanwhile are kept in `answers`, to be taken
-    /// in after it.
+    /// one if none is), and each slot freed by an answer that arrives meanwhile (kept in
+    /// `answers`, to be taken in after it): no more than `concurrency` writes are ever in flight,
+    /// and none of them idle while the journal is saved.
     pub async fn save_alongside<F: Future>(
         &mut self,
         concurrency: usize,
@@ -88,12 +96,16 @@ impl JournalFile {
                 None => break,
             }
         }
-        let save = self.save_within(concurrency.max(1) - in_flight.len());
+        let slots = Semaphore::new(concurrency.max(1) - in_flight.len());
+        let save = self.save_with(&slots);
         tokio::pin!(save);
         loop {
             tokio::select! {
                 saved = &mut save => return saved,
-                Some(answer) = in_flight.next(), if !in_flight.is_empty() => answers.push(answer),
+                Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
+                    answers.push(answer);
+                    slots.add_permits(1);
+                }
             }
         }
     }
