@@ -44,7 +44,7 @@ fn name(key: &str, shard: usize) -> String {
 /// [`SHARD_SIZE`], each begun where a piece may begin one once the slice before holds half that
 /// (a small journal is one slice, written in one request); a piece longer than that is cut on
 /// character boundaries.
-pub fn shards(pieces: &[JsonPiece]) -> Vec<String> {
+pub fn shards(pieces: impl IntoIterator<Item = JsonPiece>) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     for piece in pieces {
@@ -339,7 +339,7 @@ mod tests {
         journal: &mut Journal,
         previous: Option<&Written>,
     ) -> Result<Written> {
-        let slices = shards(&journal.to_json_pieces());
+        let slices = shards(journal.to_json_pieces());
         save(
             cluster,
             "default",
@@ -370,11 +370,11 @@ mod tests {
     #[test]
     fn slices_stay_under_the_limit_and_join_back() {
         let text = "é".repeat(SHARD_SIZE); // two bytes each: boundaries matter
-        let slices = shards(&[whole(&text)]);
+        let slices = shards([whole(&text)]);
         assert!(slices.iter().all(|s| s.len() <= SHARD_SIZE));
         assert_eq!(slices.concat(), text);
         assert_eq!(slices.len(), 2);
-        assert!(shards(&[]).is_empty());
+        assert!(shards([]).is_empty());
     }
 
     /// A save after one entry changed rewrites the slice that holds it and slice 0 (which lists
@@ -412,12 +412,12 @@ mod tests {
         assert!(read == Some(journal.clone()), "the copy reads back");
         // The next save wrote the slice of an entry that changed, and was cut off before it
         // got to slice 0.
-        let before = shards(&journal.to_json_pieces());
+        let before = shards(journal.to_json_pieces());
         // The last entry of the text (group, then UID): not in slice 0.
         let last = journal.entries.iter().max_by_key(|e| (e.group, &e.uid));
         let uid = last.unwrap().uid.clone();
         journal.entry_mut(&uid).unwrap().deleted = true;
-        let after = shards(&journal.to_json_pieces());
+        let after = shards(journal.to_json_pieces());
         let changed = (1..after.len()).find(|n| before[*n] != after[*n]).unwrap();
         configmaps(&cluster, "default")
             .patch(

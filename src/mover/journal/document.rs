@@ -288,7 +288,7 @@ impl Journal {
     /// then UID), and the end. The copy in the cluster is cut only between entries, at places
     /// chosen by the entries' UIDs, so that a save rewrites only the slices whose entries changed
     /// (an entry that grows does not shift every slice after it).
-    pub fn to_json_pieces(&mut self) -> Vec<JsonPiece> {
+    pub fn to_json_pieces(&mut self) -> impl Iterator<Item = JsonPiece> + '_ {
         // Entries are the last field: the rest is serialised once without them.
         let entries = std::mem::take(&mut self.entries);
         let head = serde_json::to_string(self).expect("journal serialises");
@@ -298,23 +298,20 @@ impl Journal {
             .expect("entries are the journal's last field");
         let mut order: Vec<&Entry> = self.entries.iter().collect();
         order.sort_by(|a, b| (a.group, &a.uid).cmp(&(b.group, &b.uid)));
-        let mut pieces = Vec::with_capacity(order.len() + 2);
-        pieces.push(JsonPiece {
-            text: format!("{prefix}["),
-            starts_slice: false,
-        });
-        for (index, entry) in order.into_iter().enumerate() {
+        let entries = order.into_iter().enumerate().map(|(index, entry)| {
             let json = serde_json::to_string(entry).expect("entry serialises");
-            pieces.push(JsonPiece {
+            JsonPiece {
                 text: if index == 0 { json } else { format!(",{json}") },
                 starts_slice: starts_slice(&entry.uid),
-            });
-        }
-        pieces.push(JsonPiece {
-            text: "]}".into(),
-            starts_slice: false,
+            }
         });
-        pieces
+        let piece = |text: String| JsonPiece {
+            text,
+            starts_slice: false,
+        };
+        std::iter::once(piece(format!("{prefix}[")))
+            .chain(entries)
+            .chain(std::iter::once(piece("]}".into())))
     }
 
     /// Where an entry is: entries are sorted by UID.
@@ -562,7 +559,7 @@ pub(in crate::mover::journal) mod tests {
     #[test]
     fn its_pieces_join_into_the_same_journal_cut_between_entries() {
         let mut journal = with_entries(3000);
-        let pieces = journal.to_json_pieces();
+        let pieces: Vec<JsonPiece> = journal.to_json_pieces().collect();
         let text: String = pieces.iter().map(|p| p.text.as_str()).collect();
         assert_eq!(Journal::parse(&text).unwrap(), journal);
         let starts = pieces.iter().filter(|p| p.starts_slice).count();

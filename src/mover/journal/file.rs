@@ -48,8 +48,8 @@ impl JournalFile {
         if self.journal.stage.finished() {
             // A finished move leaves a short record (so a rerun can say it finished) and no
             // copy in the cluster.
-            save_off_the_runtime(self.journal.finished_record().to_json().into(), &self.path)
-                .await?;
+            let record = self.journal.finished_record().to_json();
+            save_off_the_runtime(vec![record].into(), &self.path).await?;
             if let Some(copy) = &mut self.copy {
                 crate::mover::journal::copy::remove(&copy.cluster, &copy.namespace, &copy.key)
                     .await?;
@@ -62,16 +62,16 @@ impl JournalFile {
         }
         // Serialised once for both places; the local file first, so that it is never behind
         // the copy.
-        let pieces = self.journal.to_json_pieces();
-        let text: String = pieces.iter().map(|p| p.text.as_str()).collect();
-        save_off_the_runtime(text.into(), &self.path).await?;
+        let slices: std::sync::Arc<[String]> =
+            crate::mover::journal::copy::shards(self.journal.to_json_pieces()).into();
+        save_off_the_runtime(slices.clone(), &self.path).await?;
         if let Some(copy) = &mut self.copy {
             copy.written = Some(
                 crate::mover::journal::copy::save(
                     &copy.cluster,
                     &copy.namespace,
                     &copy.key,
-                    &crate::mover::journal::copy::shards(&pieces),
+                    &slices,
                     (copy.written.as_ref(), slots),
                 )
                 .await?,

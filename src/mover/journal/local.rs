@@ -48,6 +48,11 @@ pub fn check_writable(path: Option<&Path>) -> Result<()> {
 /// Writes a journal's JSON ([`Journal::to_json`]) to `path` atomically (temporary file, then
 /// rename), 0600 in a 0700 directory.
 pub fn save_text(text: &str, path: &Path) -> Result<()> {
+    save_parts(&[text], path)
+}
+
+/// [`save_text`] of the text `parts` join into.
+pub fn save_parts(parts: &[impl AsRef<str>], path: &Path) -> Result<()> {
     let fail = |e: std::io::Error| {
         Error::Usage(format!(
             "cannot write the move journal {}: {e}; pass a writable --journal PATH",
@@ -60,7 +65,9 @@ pub fn save_text(text: &str, path: &Path) -> Result<()> {
     let temporary = path.with_extension("json.partial");
     {
         let mut file = private_file(&temporary).map_err(fail)?;
-        file.write_all(text.as_bytes()).map_err(fail)?;
+        for part in parts {
+            file.write_all(part.as_ref().as_bytes()).map_err(fail)?;
+        }
         file.sync_all().map_err(fail)?;
     }
     std::fs::rename(&temporary, path).map_err(fail)
@@ -68,9 +75,12 @@ pub fn save_text(text: &str, path: &Path) -> Result<()> {
 
 /// [`save_text`] on the blocking pool: the write and its fsync must not hold up the runtime,
 /// which meanwhile renews the lease, serves watches and takes in the answers of writes in flight.
-pub(super) async fn save_off_the_runtime(text: std::sync::Arc<str>, path: &Path) -> Result<()> {
+pub(super) async fn save_off_the_runtime(
+    parts: std::sync::Arc<[String]>,
+    path: &Path,
+) -> Result<()> {
     let path = path.to_path_buf();
-    tokio::task::spawn_blocking(move || save_text(&text, &path))
+    tokio::task::spawn_blocking(move || save_parts(&parts, &path))
         .await
         .map_err(|e| Error::Usage(format!("saving the move journal failed: {e}")))?
 }

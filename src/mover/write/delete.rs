@@ -192,7 +192,12 @@ pub(in crate::mover) async fn delete_entries(
     };
     let (batches, total, save_every) = batches_to_delete(&journal.journal, &pending, concurrency);
     progress.begin(Phase::Delete, total);
-    let mut checked_groups = std::collections::BTreeSet::new();
+    let mut gate = CopiesGate {
+        target: copies_in,
+        checked: std::collections::BTreeSet::new(),
+        checking: None,
+        waiting: Vec::new(),
+    };
     for batch in batches {
         let mut schedule =
             Schedule::deletes(batch.into_iter().map(|(_, uid, owners)| (uid, owners)));
@@ -249,14 +254,8 @@ pub(in crate::mover) async fn delete_entries(
                 else {
                     continue;
                 };
-                if let Some(target) = copies_in
-                    && checked_groups.insert(entry.group)
-                    && let Err(e) =
-                        copies_present(target, &journal.journal, entry.group, &pending).await
-                {
-                    queue.push_front(uid);
-                    failure = Some(e);
-                    break;
+                if !gate.admits(&journal.journal, &entry, &pending) {
+                    continue;
                 }
                 in_flight.push(async move {
                     stop.check()?;
@@ -271,10 +270,17 @@ pub(in crate::mover) async fn delete_entries(
                 });
             }
             // Answers are taken in at the top of the loop, so none wait here: nothing in flight
-            // means nothing left that can start.
-            match in_flight.next().await {
-                Some(answer) => answers.push(answer),
-                None => break,
+            // and no check under way means nothing left that can start.
+            tokio::select! {
+                Some(answer) = in_flight.next(), if !in_flight.is_empty() => answers.push(answer),
+                released = gate.checked(), if gate.under_way() => match released {
+                    // Back in front, in the order they were taken.
+                    Ok(uids) => uids.into_iter().rev().for_each(|uid| queue.push_front(uid)),
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
+                },
+                else => break,
             }
         }
         journal.save().await?;
@@ -322,15 +328,72 @@ fn batches_to_delete(
     (batches, total, save_every)
 }
 
-/// Checks that the copies in `target` of the originals of plan group `group` still about to be
-/// deleted (`pending`) are there with the UIDs the journal recorded (by name where it recorded
-/// none: an object updated with `--overwrite-existing`). One LIST per kind and namespace.
-async fn copies_present(
-    target: &Cluster,
+/// Deletes of a plan group's originals wait until the copies of that group are found in the
+/// target (see [`copies_present`]); deletes of groups already checked go on meanwhile.
+struct CopiesGate<'a> {
+    /// `None`: deleting from the target (a rollback), where nothing is checked.
+    target: Option<&'a Cluster>,
+    checked: std::collections::BTreeSet<usize>,
+    /// The group being checked, and its check.
+    checking: Option<(usize, CopiesCheck<'a>)>,
+    /// Deletes that wait for a check.
+    waiting: Vec<String>,
+}
+
+impl<'a> CopiesGate<'a> {
+    /// Whether `entry` may be deleted now; if not, it waits, and its group's check starts
+    /// unless another is under way.
+    fn admits(
+        &mut self,
+        journal: &crate::mover::journal::Journal,
+        entry: &Entry,
+        pending: &impl Fn(&Entry) -> Option<String>,
+    ) -> bool {
+        let Some(target) = self.target else {
+            return true;
+        };
+        if self.checked.contains(&entry.group) {
+            return true;
+        }
+        if self.checking.is_none() {
+            let copies = copies_of_group(journal, entry.group, pending);
+            self.checking = Some((entry.group, Box::pin(copies_present(target, copies))));
+        }
+        self.waiting.push(entry.uid.clone());
+        false
+    }
+
+    fn under_way(&self) -> bool {
+        self.checking.is_some()
+    }
+
+    /// The check under way, once done: the deletes that waited for it. Dropped before it is
+    /// done (another answer came first), it goes on when called again.
+    async fn checked(&mut self) -> Result<Vec<String>> {
+        let (group, check) = self.checking.as_mut().expect("a check is under way");
+        let group = *group;
+        let result = check.await;
+        self.checking = None;
+        result?;
+        self.checked.insert(group);
+        Ok(std::mem::take(&mut self.waiting))
+    }
+}
+
+/// A check of copies under way (see [`copies_present`]).
+type CopiesCheck<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>>;
+
+/// Copies to look for, per kind and namespace: each one's kind and place, name, and the UID its
+/// create answered with (none: an object updated with `--overwrite-existing`).
+type Copies = Vec<(ApiResource, String, Vec<(String, String, Option<String>)>)>;
+
+/// The copies in the target of the originals of plan group `group` still about to be deleted
+/// (`pending`), by kind and namespace.
+fn copies_of_group(
     journal: &crate::mover::journal::Journal,
     group: usize,
     pending: &impl Fn(&Entry) -> Option<String>,
-) -> Result<()> {
+) -> Copies {
     let mut lists: std::collections::BTreeMap<(String, String, String), Vec<&Entry>> =
         std::collections::BTreeMap::new();
     for entry in journal
@@ -347,19 +410,36 @@ async fn copies_present(
             .or_default()
             .push(entry);
     }
+    lists
+        .into_iter()
+        .map(|((_, _, namespace), entries)| {
+            let copies = entries
+                .iter()
+                .map(|e| {
+                    let place = e.object.kind_and_place();
+                    (place, e.object.name.clone(), e.target_uid.clone())
+                })
+                .collect();
+            (entry_resource(entries[0]), namespace, copies)
+        })
+        .collect()
+}
+
+/// Checks that the `copies` (of one plan group's originals) are in `target` with the UIDs the
+/// journal recorded (by name where it recorded none). One LIST per kind and namespace.
+async fn copies_present(target: &Cluster, copies: Copies) -> Result<()> {
     let mut gone = Vec::new();
-    for ((_, _, namespace), entries) in lists {
-        let resource = entry_resource(entries[0]);
+    for (resource, namespace, copies) in copies {
         let uids =
             crate::mover::addressing::uids_by_name(target, &resource, &namespace, "target").await?;
-        for entry in entries {
-            let present = match (uids.get(&entry.object.name), &entry.target_uid) {
+        for (place, name, recorded) in copies {
+            let present = match (uids.get(&name), &recorded) {
                 (Some(found), Some(recorded)) => found == recorded,
                 (found, None) => found.is_some(),
                 (None, Some(_)) => false,
             };
             if !present {
-                gone.push(entry.object.kind_and_place());
+                gone.push(place);
             }
         }
     }
