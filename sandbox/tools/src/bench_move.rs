@@ -174,8 +174,10 @@ fn in_flight<'a>(
             .collect()
     };
     let (source, target) = (writes(source), writes(target));
+    // Not moved: the journal's copy and records, the namespace, and the leases each end holds
+    // from before the first write to after the last (taken and renewed in both).
     let moved = |r: &&&capi_sandbox::apiserver::control::RequestRecord| {
-        r.resource != "configmaps" && r.resource != "namespaces"
+        !matches!(r.resource.as_str(), "configmaps" | "namespaces" | "leases")
     };
     let Some(create_start) = target
         .iter()
@@ -548,19 +550,23 @@ mod tests {
     #[test]
     fn writes_in_flight_are_averaged_over_each_phase() {
         let at = Instant::now();
-        // Creating 0–100 ms: two writes all along, a third for half of it; a journal save in
-        // the source meanwhile counts too. Deleting 100–200 ms: one write all along.
+        // Creating 10–110 ms: two writes all along, a third for half of it; a journal save in
+        // the source meanwhile counts too. Deleting 110–210 ms: one write all along. The
+        // leases, taken before and renewed meanwhile, mark no phase.
         let target = [
-            write("create", "machines", 0, 100, at),
-            write("create", "machines", 0, 100, at),
-            write("patch", "machines", 50, 100, at),
+            write("create", "leases", 0, 1, at),
+            write("create", "machines", 10, 110, at),
+            write("create", "machines", 10, 110, at),
+            write("patch", "machines", 60, 110, at),
             // Unpausing, after the deletes: outside both windows.
-            write("patch", "clusters", 300, 310, at),
+            write("patch", "clusters", 310, 320, at),
         ];
         let source = [
-            write("patch", "clusters", 0, 0, at),
-            write("update", "configmaps", 0, 50, at),
-            write("delete", "machines", 100, 200, at),
+            write("create", "leases", 1, 2, at),
+            write("patch", "clusters", 5, 5, at),
+            write("update", "configmaps", 10, 60, at),
+            write("patch", "leases", 50, 50, at),
+            write("delete", "machines", 110, 210, at),
         ];
         let (creating, deleting) = in_flight(&source, &target, "kubectl-capi/");
         assert!((creating - 3.0).abs() < 0.01, "{creating}");
