@@ -333,36 +333,18 @@ mod tests {
         }
     }
 
-    /// Saves `journal` in slices, four writes at a time.
-    async fn save_journal(
+    /// Saves `slices` as the copy of key `k` in `default`, four writes at a time.
+    async fn save_slices(
         cluster: &Cluster,
-        journal: &mut Journal,
+        slices: &[String],
         previous: Option<&Written>,
     ) -> Result<Written> {
-        let slices = shards(journal.to_json_pieces());
         save(
             cluster,
             "default",
             "k",
-            &slices,
+            slices,
             (previous, &Semaphore::new(4)),
-        )
-        .await
-    }
-
-    /// Saves `text` as one slice, one write at a time.
-    async fn save_one(
-        cluster: &Cluster,
-        text: &str,
-        previous: Option<&Written>,
-    ) -> Result<Written> {
-        let slices = [text.to_string()];
-        save(
-            cluster,
-            "default",
-            "k",
-            &slices,
-            (previous, &Semaphore::new(1)),
         )
         .await
     }
@@ -384,11 +366,13 @@ mod tests {
         let server = capi_sandbox::ApiServer::new(capi_sandbox::ServerOptions::default());
         let cluster = Cluster::from_client(server.client(), "sandbox");
         let mut journal = crate::mover::journal::document::tests::with_entries(20_000);
-        let first = save_journal(&cluster, &mut journal, None).await.unwrap();
+        let first = save_slices(&cluster, &shards(journal.to_json_pieces()), None)
+            .await
+            .unwrap();
         assert!(first.len() > 20, "{} slices", first.len());
         let uid = journal.entries[12_345].uid.clone();
         journal.entry_mut(&uid).unwrap().deleted = true;
-        let again = save_journal(&cluster, &mut journal, Some(&first))
+        let again = save_slices(&cluster, &shards(journal.to_json_pieces()), Some(&first))
             .await
             .unwrap();
         let rewritten: Vec<usize> = (0..again.len())
@@ -407,7 +391,9 @@ mod tests {
         let server = capi_sandbox::ApiServer::new(capi_sandbox::ServerOptions::default());
         let cluster = Cluster::from_client(server.client(), "sandbox");
         let mut journal = crate::mover::journal::document::tests::with_entries(2_000);
-        save_journal(&cluster, &mut journal, None).await.unwrap();
+        save_slices(&cluster, &shards(journal.to_json_pieces()), None)
+            .await
+            .unwrap();
         let read = load(&cluster, "default", "k").await.unwrap();
         assert!(read == Some(journal.clone()), "the copy reads back");
         // The next save wrote the slice of an entry that changed, and was cut off before it
@@ -438,12 +424,18 @@ mod tests {
     async fn a_save_over_a_copy_someone_else_wrote_since_is_refused() {
         let server = capi_sandbox::ApiServer::new(capi_sandbox::ServerOptions::default());
         let cluster = Cluster::from_client(server.client(), "sandbox");
-        let first = save_one(&cluster, "{\"a\":1}", None).await.unwrap();
-        let again = save_one(&cluster, "{\"a\":2}", Some(&first)).await.unwrap();
+        let first = save_slices(&cluster, &["{\"a\":1}".to_string()], None)
+            .await
+            .unwrap();
+        let again = save_slices(&cluster, &["{\"a\":2}".to_string()], Some(&first))
+            .await
+            .unwrap();
         assert_ne!(first[0].2, again[0].2, "a new resourceVersion each write");
         // Another command writes the copy (its own save, without this one's versions).
-        save_one(&cluster, "{\"b\":3}", None).await.unwrap();
-        let stale = save_one(&cluster, "{\"a\":4}", Some(&again)).await;
+        save_slices(&cluster, &["{\"b\":3}".to_string()], None)
+            .await
+            .unwrap();
+        let stale = save_slices(&cluster, &["{\"a\":4}".to_string()], Some(&again)).await;
         assert!(stale.is_err(), "the stale write must fail");
         let kept = load(&cluster, "default", "k").await.unwrap();
         assert!(
