@@ -73,6 +73,20 @@ pub fn status_evaluated(group: &str, kind: &str) -> bool {
         || (group == INFRASTRUCTURE_GROUP && kind.ends_with(crate::names::MACHINE)))
 }
 
+/// Whether planning (the graph, readiness, the preflight) reads what objects of this kind carry
+/// besides their metadata; the content of the others (bootstrap configs, infrastructure
+/// machines, Secrets, ConfigMaps) is only sent on, and held as text.
+pub fn content_read_by_planning(group: &str, kind: &str) -> bool {
+    status_evaluated(group, kind) && !(group.is_empty() && matches!(kind, "Secret" | "ConfigMap"))
+}
+
+/// Whether the move's graph reads what objects of this kind carry: a Cluster's class, a
+/// ClusterClass's templates, a ClusterResourceSetBinding's Cluster.
+pub fn content_read_by_graph(group: &str, kind: &str) -> bool {
+    (group == CORE_GROUP && matches!(kind, crate::names::CLUSTER | crate::names::CLUSTER_CLASS))
+        || group == crate::names::ADDONS_GROUP
+}
+
 /// What a move pauses for its duration: Clusters (`spec.paused`) and ClusterClasses (the paused
 /// annotation).
 pub fn paused_by_move(group: &str, kind: &str) -> bool {

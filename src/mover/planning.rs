@@ -23,8 +23,9 @@ impl Move<'_> {
     /// whole graph for the scope, with or without Clusters.
     pub(super) async fn plan(&self, history: &History) -> Result<Step<Planned>> {
         let types = move_types(self.source(), &self.ends.source.catalog).await?;
-        let objects = list_objects(self.source(), &types, &self.scope).await?;
-        let graph = Graph::build(&objects, self.namespace.as_deref());
+        let read = list_objects(self.source(), &types, &self.scope).await?;
+        let objects = read.objects;
+        let graph = Graph::build(&objects, self.namespace.as_deref()).with_contents(read.contents);
         let all_clusters: Vec<&crate::mover::graph::object_graph::Node> = graph
             .nodes
             .values()

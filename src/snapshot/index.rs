@@ -125,6 +125,7 @@ pub async fn clusters_matching(
     let lean = Keep {
         managed_fields: false,
         status: Status::Skip,
+        content: super::listed::Content::Tree,
     };
     let listed = list_keeping(
         cluster,

@@ -17,6 +17,19 @@ pub struct Keep {
     /// `metadata.managedFields`, as JSON text.
     pub managed_fields: bool,
     pub status: Status,
+    pub content: Content,
+}
+
+/// How a reader holds what an object carries besides its type and metadata (spec, data, the
+/// status it keeps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Content {
+    /// Parsed, in `data`: for readers that look into it.
+    Tree,
+    /// As the server's JSON text (one allocation, a fraction of a parsed tree), in
+    /// [`Listed::content`], for readers that only send it on; `data` keeps `spec.clusterName`
+    /// alone, what says which Cluster an object belongs to.
+    Text,
 }
 
 /// How much of `.status` a reader keeps.
@@ -36,6 +49,7 @@ impl Keep {
     pub const EVALUATE: Keep = Keep {
         managed_fields: false,
         status: Status::Evaluated,
+        content: Content::Tree,
     };
 }
 
@@ -53,10 +67,29 @@ pub fn for_evaluation(object: &mut DynamicObject) {
     }
 }
 
+/// The content of objects read as [`Content::Text`], by UID.
+pub type Contents = std::collections::HashMap<String, Box<RawValue>>;
+
 /// One listed object, and its managedFields as the server wrote them (when kept).
 pub struct Listed {
     pub object: DynamicObject,
     pub managed_fields: Option<Box<RawValue>>,
+    /// With [`Content::Text`]: the object's content as one JSON object (its fields but
+    /// `apiVersion`, `kind` and `metadata`).
+    pub content: Option<Box<RawValue>>,
+}
+
+/// `object` whole again: its type and metadata with `content` (a [`Content::Text`] read) as
+/// its data; without content, `object` as it is.
+pub fn with_content(object: &DynamicObject, content: Option<&RawValue>) -> DynamicObject {
+    match content {
+        None => object.clone(),
+        Some(text) => DynamicObject {
+            types: object.types.clone(),
+            metadata: object.metadata.clone(),
+            data: serde_json::from_str(text.get()).expect("a listed object's content is JSON"),
+        },
+    }
 }
 
 /// One page of a LIST answer.
@@ -195,6 +228,7 @@ impl<'de> Visitor<'de> for ItemSeed {
         let (mut api_version, mut kind) = (None::<String>, None::<String>);
         let mut metadata = (ObjectMeta::default(), None);
         let mut data = Map::new();
+        let mut text = ContentText::default();
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "apiVersion" => api_version = Some(map.next_value()?),
@@ -205,7 +239,23 @@ impl<'de> Visitor<'de> for ItemSeed {
                 }
                 "status" if self.0.status == Status::Evaluated => {
                     let status = map.next_value_seed(EvaluatedStatus)?;
-                    data.insert(key, status);
+                    match self.0.content {
+                        Content::Tree => {
+                            data.insert(key, status);
+                        }
+                        Content::Text => text.push(&key, &status.to_string()),
+                    }
+                }
+                _ if self.0.content == Content::Text => {
+                    let value = map.next_value::<Box<RawValue>>()?;
+                    if key == "spec" {
+                        let spec: ClusterNameOnly =
+                            serde_json::from_str(value.get()).map_err(de::Error::custom)?;
+                        if let Some(cluster) = spec.cluster_name {
+                            data.insert(key.clone(), serde_json::json!({ "clusterName": cluster }));
+                        }
+                    }
+                    text.push(&key, value.get());
                 }
                 _ => {
                     let value: Value = map.next_value()?;
@@ -225,7 +275,40 @@ impl<'de> Visitor<'de> for ItemSeed {
                 data: Value::Object(data),
             },
             managed_fields,
+            content: match self.0.content {
+                Content::Tree => None,
+                Content::Text => Some(text.finish()),
+            },
         })
+    }
+}
+
+/// What [`Content::Text`] looks for in a spec it does not parse.
+#[derive(serde::Deserialize)]
+struct ClusterNameOnly {
+    #[serde(rename = "clusterName")]
+    cluster_name: Option<String>,
+}
+
+/// An object's content written as one JSON object from its fields' text as read.
+#[derive(Default)]
+struct ContentText(String);
+
+impl ContentText {
+    fn push(&mut self, key: &str, value: &str) {
+        self.0.push(if self.0.is_empty() { '{' } else { ',' });
+        self.0
+            .push_str(&serde_json::to_string(key).expect("a key serialises"));
+        self.0.push(':');
+        self.0.push_str(value);
+    }
+
+    fn finish(mut self) -> Box<RawValue> {
+        if self.0.is_empty() {
+            self.0.push('{');
+        }
+        self.0.push('}');
+        RawValue::from_string(self.0).expect("fields read as JSON make a JSON object")
     }
 }
 
@@ -332,6 +415,7 @@ mod tests {
             Keep {
                 managed_fields: true,
                 status: Status::Skip,
+                content: Content::Tree,
             },
         )
         .unwrap();
@@ -348,6 +432,7 @@ mod tests {
             Keep {
                 managed_fields: false,
                 status: Status::Whole,
+                content: Content::Tree,
             },
         )
         .unwrap();
@@ -379,6 +464,52 @@ mod tests {
         assert_eq!(ours.types, kube.types);
         assert_eq!(ours.metadata, kube.metadata);
         assert_eq!(ours.data, kube.data);
+    }
+
+    #[test]
+    fn content_read_as_text_is_the_tree_once_put_back_with_only_the_cluster_name_parsed() {
+        let text = r#"{"apiVersion":"bootstrap.cluster.x-k8s.io/v1beta2","kind":"KubeadmConfig",
+            "metadata":{"name":"k","namespace":"ns","uid":"u","labels":{"l":"v"},
+                "managedFields":[{"manager":"m","operation":"Update"}]},
+            "spec":{"clusterName":"c","files":[{"path":"/etc/x","content":"a\"b"}],"n":1.5},
+            "status":{"ready":true,"deprecated":{"v1beta1":{}}}}"#;
+        let answer = format!(r#"{{"metadata":{{}},"items":[{text}]}}"#);
+        for status in [Status::Skip, Status::Evaluated, Status::Whole] {
+            let keep = |content| Keep {
+                managed_fields: true,
+                status,
+                content,
+            };
+            let tree = parse(&answer, keep(Content::Tree)).unwrap().items.remove(0);
+            let read = parse(&answer, keep(Content::Text)).unwrap().items.remove(0);
+            assert!(tree.content.is_none());
+            // Held apart: only what says which Cluster the object belongs to is parsed.
+            assert_eq!(
+                read.object.data,
+                serde_json::json!({"spec": {"clusterName": "c"}})
+            );
+            assert_eq!(read.object.metadata, tree.object.metadata);
+            assert_eq!(
+                read.managed_fields.as_ref().map(|m| m.get()),
+                tree.managed_fields.as_ref().map(|m| m.get())
+            );
+            let whole = with_content(&read.object, read.content.as_deref());
+            assert_eq!(whole.data, tree.object.data, "{status:?}");
+            assert_eq!(whole.types, tree.object.types);
+        }
+        // No spec, no content: an empty object, and no cluster name.
+        let bare = parse(
+            r#"{"items":[{"kind":"ConfigMap","metadata":{"name":"x"}}]}"#,
+            Keep {
+                content: Content::Text,
+                ..Keep::EVALUATE
+            },
+        )
+        .unwrap()
+        .items
+        .remove(0);
+        assert_eq!(bare.content.unwrap().get(), "{}");
+        assert_eq!(bare.object.data, serde_json::json!({}));
     }
 
     #[test]

@@ -5,6 +5,6 @@ pub mod index;
 pub mod listed;
 pub mod watch;
 
-pub use listed::{Keep, Listed, Status, for_evaluation};
+pub use listed::{Content, Contents, Keep, Listed, Status, for_evaluation, with_content};
 
 pub use index::*;

@@ -93,6 +93,35 @@ impl Pair {
     }
 }
 
+/// The content (all but type, metadata and status) of the objects whose content the move holds
+/// as text — Secrets, bootstrap configs, infrastructure machines — by kind and name.
+fn contents_held_as_text(objects: &[Value]) -> BTreeMap<(String, String), Value> {
+    objects
+        .iter()
+        .filter(|o| {
+            let (api_version, kind) = (
+                o["apiVersion"].as_str().unwrap(),
+                o["kind"].as_str().unwrap(),
+            );
+            kind == "Secret"
+                || api_version.starts_with("bootstrap.cluster.x-k8s.io/")
+                || (api_version.starts_with("infrastructure.cluster.x-k8s.io/")
+                    && kind.ends_with("Machine"))
+        })
+        .map(|o| {
+            let mut content = o.as_object().unwrap().clone();
+            for key in ["apiVersion", "kind", "metadata", "status"] {
+                content.remove(key);
+            }
+            let name = o["metadata"]["name"].as_str().unwrap().to_string();
+            (
+                (o["kind"].as_str().unwrap().to_string(), name),
+                Value::Object(content),
+            )
+        })
+        .collect()
+}
+
 pub(crate) fn workload(name: &str, cp: i64, workers: i64) -> Workload {
     let mut w = Workload::new("default", name);
     w.control_plane_replicas = cp;
@@ -189,6 +218,7 @@ async fn the_seed_story_end_to_end() {
             .code,
         0
     );
+    let sent_on = contents_held_as_text(&pair.objects(&pair.env.source, "default"));
     let moved = pair.move_(&["seed", "-o", "json"]).await;
     assert_eq!(moved.code, 0, "{}", moved.stderr);
     let summary: Value = serde_json::from_str(&moved.stdout).unwrap();
@@ -197,6 +227,12 @@ async fn the_seed_story_end_to_end() {
         summary["frozenInTarget"].as_array().unwrap().len(),
         3,
         "KCP, MachineDeployment, MachineSet stay frozen"
+    );
+    // What the move holds as text (never parsed) arrives as the source had it.
+    assert!(sent_on.len() >= 8, "{:?}", sent_on.keys());
+    assert_eq!(
+        contents_held_as_text(&pair.objects(&pair.env.target, "default")),
+        sent_on
     );
 
     assert!(

@@ -21,7 +21,7 @@ use crate::mover::progress::{Progress, Silent};
 use crate::mover::write::create::{Created, Creating, Fresh, create_groups};
 use crate::mover::write::execute::Source;
 use crate::mover::write::pause::set_paused;
-use crate::snapshot::{Keep, Status};
+use crate::snapshot::{Content, Keep, Status};
 
 pub fn file_name(object: &DynamicObject) -> String {
     let kind = object
@@ -94,14 +94,14 @@ pub fn write(directory: &Path, plan: &MovePlan, fresh: &Fresh) -> Result<usize> 
     use std::os::unix::fs::OpenOptionsExt;
     let mut written = 0;
     for uid in plan.groups.iter().flatten() {
-        let Some(object) = fresh
-            .objects
+        let node = plan.node(uid);
+        let Some((object, content)) = fresh
             .get(uid)
-            .cloned()
-            .or_else(|| plan.node(uid).object.clone())
+            .or_else(|| Some((node.object.as_ref()?, node.content.as_deref())))
         else {
             continue;
         };
+        let object = crate::snapshot::with_content(object, content);
         let path = directory.join(file_name(&object));
         let mut options = std::fs::OpenOptions::new();
         // Never over another file: two objects with one file name (clusterctl's names leave out
@@ -112,7 +112,7 @@ pub fn write(directory: &Path, plan: &MovePlan, fresh: &Fresh) -> Result<usize> 
         let mut file = options
             .open(&path)
             .map_err(io_error(format!("writing {}", path.display())))?;
-        let mut whole = serde_json::to_value(object.as_ref()).expect("object serialises");
+        let mut whole = serde_json::to_value(&object).expect("object serialises");
         // A backup keeps the object whole: its managedFields were listed apart.
         if let Some(managed) = fresh.managed_fields.get(uid)
             && let Ok(managed) = serde_json::from_str::<serde_json::Value>(managed.get())
@@ -195,19 +195,14 @@ pub async fn backup(
     )
     .await?;
     let result = async {
+        // Only written to files: every content as text.
         let whole = |_: &MoveType| Keep {
             managed_fields: true,
             status: Status::Whole,
+            content: Content::Text,
         };
-        let (objects, managed_fields) =
-            list_objects_keeping(source.cluster, source.types, source.scope, whole).await?;
-        let fresh = Fresh {
-            objects: objects
-                .into_iter()
-                .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
-                .collect(),
-            managed_fields,
-        };
+        let read = list_objects_keeping(source.cluster, source.types, source.scope, whole).await?;
+        let fresh = Fresh::of(read, |_| true);
         crate::mover::backup::directory::write(directory, plan, &fresh)
     }
     .await;

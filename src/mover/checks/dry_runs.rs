@@ -264,7 +264,7 @@ async fn dry_run_each<'p>(
     kube::Result<()>,
 )> {
     stream::iter(dry_runs.map(|(uid, node, t, object)| async move {
-        let (body, _) = target_body(plan, object, &HashMap::new());
+        let (body, _) = target_body(plan, (object, node.content.as_deref()), &HashMap::new());
         let object: DynamicObject = serde_json::from_value(body).expect("valid body");
         let result = api(target, &t.resource, &node.reference.namespace)
             .create(

@@ -15,7 +15,8 @@ use crate::model::{ClusterClassView, ClusterView};
 use crate::mover::graph::object_graph::{TypeInfo, TypedObjects};
 use crate::names::{CLUSTERCTL_LABEL, CORE_GROUP};
 use crate::snapshot::{
-    Keep, ListScope, Listed, PAGE_SIZE, Status, list_keeping, qualified, with_types,
+    Content, Contents, Keep, ListScope, Listed, PAGE_SIZE, Status, list_keeping, qualified,
+    with_types,
 };
 
 /// A kind move reads and writes, with the resource to do it at its storage version.
@@ -108,27 +109,35 @@ async fn every_forbidden_read(cluster: &Cluster, catalog: &Catalog, crds_denied:
 /// Listed objects' managedFields as the server wrote them (JSON text), by source UID.
 pub type ManagedFields = HashMap<String, Box<RawValue>>;
 
-/// Every object move considers, with its type, as planning reads it: no managedFields, and no
-/// status where no evaluation reads it and a create would not write it (a status subresource).
+/// Every object move considers, with its type, as planning reads it: no managedFields, no
+/// status where no evaluation reads it and a create would not write it (a status subresource),
+/// and as text the content of kinds planning only sends on (bootstrap data, Secrets).
 pub async fn list_objects(
     cluster: &Cluster,
     types: &[MoveType],
     scope: &ListScope,
-) -> Result<TypedObjects> {
-    let planning = |t: &MoveType| Keep {
-        managed_fields: false,
-        // Where there is no status subresource, status is part of what is created (and dry-run).
-        status: if !t.status {
-            Status::Whole
-        } else if crate::model::kinds::status_evaluated(&t.info.group, &t.info.kind) {
-            Status::Evaluated
-        } else {
-            Status::Skip
-        },
+) -> Result<Read> {
+    let planning = |t: &MoveType| {
+        let (group, kind) = (t.info.group.as_str(), t.info.kind.as_str());
+        Keep {
+            managed_fields: false,
+            // Where there is no status subresource, status is part of what is created (and
+            // dry-run).
+            status: if !t.status {
+                Status::Whole
+            } else if crate::model::kinds::status_evaluated(group, kind) {
+                Status::Evaluated
+            } else {
+                Status::Skip
+            },
+            content: if crate::model::kinds::content_read_by_planning(group, kind) {
+                Content::Tree
+            } else {
+                Content::Text
+            },
+        }
     };
-    Ok(list_objects_keeping(cluster, types, scope, planning)
-        .await?
-        .0)
+    list_objects_keeping(cluster, types, scope, planning).await
 }
 
 /// Every object move considers, with its type, keeping what `keep` says of each type:
@@ -138,8 +147,8 @@ pub async fn list_objects_keeping(
     types: &[MoveType],
     scope: &ListScope,
     keep: impl Fn(&MoveType) -> Keep,
-) -> Result<(TypedObjects, ManagedFields)> {
-    let mut found = Gathered::default();
+) -> Result<Read> {
+    let mut found = Read::default();
     let mut denials = Denials::default();
     for t in types {
         let api: Api<DynamicObject> = match (scope, t.info.namespaced) {
@@ -182,22 +191,25 @@ pub async fn list_objects_keeping(
         classes_across_namespaces(cluster, types, moved, &mut found).await?;
     }
     denials.check()?;
-    Ok((found.objects, found.managed_fields))
+    Ok(found)
 }
 
-/// What the listing gathered: each object once (by UID), with its managedFields kept apart.
+/// What a listing of the move's kinds read: each object once (by UID), with its managedFields
+/// and (where read as text) its content kept apart.
 #[derive(Default)]
-struct Gathered {
-    objects: Vec<(Arc<DynamicObject>, TypeInfo)>,
-    managed_fields: ManagedFields,
+pub struct Read {
+    pub objects: TypedObjects,
+    pub managed_fields: ManagedFields,
+    pub contents: Contents,
     seen: BTreeSet<String>,
 }
 
-impl Gathered {
+impl Read {
     fn push(&mut self, listed: Listed, info: &TypeInfo) {
         let Listed {
             object,
             managed_fields,
+            content,
         } = listed;
         // The tool's own records — a move's journal copy, a moved Cluster's verification
         // record — are never part of a move.
@@ -207,7 +219,10 @@ impl Gathered {
         let uid = object.metadata.uid.clone().unwrap_or_default();
         if self.seen.insert(uid.clone()) {
             if let Some(managed) = managed_fields {
-                self.managed_fields.insert(uid, managed);
+                self.managed_fields.insert(uid.clone(), managed);
+            }
+            if let Some(content) = content {
+                self.contents.insert(uid, content);
             }
             self.objects.push((Arc::new(object), info.clone()));
         }
@@ -218,6 +233,7 @@ impl Gathered {
         let listed = Listed {
             object,
             managed_fields: None,
+            content: None,
         };
         self.push(listed, info);
     }
@@ -251,7 +267,7 @@ async fn classes_across_namespaces(
     cluster: &Cluster,
     types: &[MoveType],
     moved: &str,
-    found: &mut Gathered,
+    found: &mut Read,
 ) -> Result<()> {
     let classes: BTreeSet<(String, String)> = found
         .objects

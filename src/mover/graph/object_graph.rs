@@ -86,6 +86,9 @@ pub struct Node {
     /// The object as listed; `None` for a virtual node (an owner that was referenced but not
     /// listed) and after [`crate::mover::graph::plan::MovePlan::release_objects`].
     pub object: Option<Arc<DynamicObject>>,
+    /// The object's content where it was read as text (then `object` holds its metadata):
+    /// see [`crate::snapshot::Content::Text`].
+    pub content: Option<Box<serde_json::value::RawValue>>,
     /// Listed in the source (false: a virtual node).
     pub listed: bool,
     pub owners: Vec<OwnerEdge>,
@@ -158,6 +161,7 @@ impl Graph {
                 uid: uid.clone(),
                 reference: ObjectRef::of(object),
                 object: Some(object.clone()),
+                content: None,
                 listed: true,
                 owners: Vec::new(),
                 soft_owners: BTreeSet::new(),
@@ -193,6 +197,7 @@ impl Graph {
                             name: owner.name.clone(),
                         },
                         object: None,
+                        content: None,
                         listed: false,
                         owners: Vec::new(),
                         soft_owners: BTreeSet::new(),
@@ -215,6 +220,14 @@ impl Graph {
             graph.set_should_not_delete(namespace);
         }
         graph
+    }
+
+    /// The graph with the content of the objects read as text, each on its node.
+    pub fn with_contents(mut self, mut contents: crate::snapshot::Contents) -> Graph {
+        for node in self.nodes.values_mut() {
+            node.content = contents.remove(&node.uid);
+        }
+        self
     }
 
     fn set_soft_ownership(&mut self) {

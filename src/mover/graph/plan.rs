@@ -320,6 +320,7 @@ impl MovePlan {
     pub fn release_objects(&mut self) {
         for node in self.graph.nodes.values_mut() {
             node.object = None;
+            node.content = None;
         }
     }
 

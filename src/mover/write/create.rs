@@ -29,15 +29,29 @@ use crate::mover::graph::schedule::Schedule;
 use crate::mover::journal::JournalFile;
 use crate::mover::progress::{Phase, Progress};
 use crate::mover::write::namespaces::ensure_namespace;
+use crate::snapshot::Contents;
 
 /// The body to create in the target: server-owned fields cleared, owners rebuilt with the
 /// target's UIDs, managedFields returned separately (a create ignores them; a patch restores them).
 pub fn target_body(
     plan: &MovePlan,
-    object: &DynamicObject,
+    (object, content): (&DynamicObject, Option<&RawValue>),
     target_uids: &HashMap<String, String>,
 ) -> (Value, Option<Value>) {
-    let mut body = serde_json::to_value(object).expect("object serialises");
+    let mut body = match content {
+        None => serde_json::to_value(object).expect("object serialises"),
+        // Read as text: its content, with the type and metadata read apart.
+        Some(content) => {
+            let mut body: Value =
+                serde_json::from_str(content.get()).expect("a listed object's content is JSON");
+            if let Some(types) = &object.types {
+                body["apiVersion"] = json!(types.api_version);
+                body["kind"] = json!(types.kind);
+            }
+            body["metadata"] = serde_json::to_value(&object.metadata).expect("metadata serialises");
+            body
+        }
+    };
     let meta = body["metadata"].as_object_mut().expect("metadata");
     let managed = meta.remove("managedFields");
     for key in [
@@ -229,11 +243,39 @@ pub(in crate::mover) async fn create_one(
 }
 
 /// The objects a move creates, as read from the source after pausing it: without managedFields,
-/// which are kept apart as the server's JSON text (by UID) and written back after each create.
+/// which are kept apart as the server's JSON text (by UID) and written back after each create;
+/// the content of those read as text apart too (then the object holds the metadata).
 #[derive(Default)]
 pub struct Fresh {
     pub objects: HashMap<String, Arc<DynamicObject>>,
     pub managed_fields: ManagedFields,
+    pub contents: Contents,
+}
+
+impl Fresh {
+    /// What was read once paused, by UID, of the objects `keep` holds.
+    pub fn of(read: crate::mover::graph::discover::Read, keep: impl Fn(&str) -> bool) -> Fresh {
+        let objects: HashMap<String, Arc<DynamicObject>> = read
+            .objects
+            .into_iter()
+            .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
+            .filter(|(uid, _)| keep(uid))
+            .collect();
+        let (mut managed_fields, mut contents) = (read.managed_fields, read.contents);
+        managed_fields.retain(|uid, _| objects.contains_key(uid));
+        contents.retain(|uid, _| objects.contains_key(uid));
+        Fresh {
+            objects,
+            managed_fields,
+            contents,
+        }
+    }
+
+    /// The object with this UID as read (its metadata and, where read as text, its content).
+    pub fn get(&self, uid: &str) -> Option<(&Arc<DynamicObject>, Option<&RawValue>)> {
+        let object = self.objects.get(uid)?;
+        Some((object, self.contents.get(uid).map(|c| &**c)))
+    }
 }
 
 /// A create's answer: the source UID, how it came out, its type, and (when it carries the mark)
@@ -442,11 +484,10 @@ fn job<'a>(
 ) -> Option<Job<'a>> {
     let node = plan.node(uid);
     let t = type_of(types, &node.reference)?;
-    let object = objects
-        .objects
-        .get(uid)
-        .cloned()
-        .or_else(|| node.object.clone())?;
+    let (object, content) = match objects.get(uid) {
+        Some(read) => read,
+        None => (node.object.as_ref()?, node.content.as_deref()),
+    };
     let namespace = if t.info.namespaced {
         node.reference.namespace.clone()
     } else {
@@ -468,7 +509,7 @@ fn job<'a>(
     } else {
         WhenExisting::Adopt
     };
-    let (body, inline) = target_body(plan, &object, &created.uids);
+    let (body, inline) = target_body(plan, (object, content), &created.uids);
     // Listed objects' managedFields were kept apart; a backup's or a whole read's are inline.
     let managed = match objects.managed_fields.get(uid) {
         Some(raw) => Some(Cow::Borrowed(&**raw)),
@@ -482,12 +523,11 @@ fn job<'a>(
             .and_then(|j| j.journal.entry(uid))
             .and_then(|e| e.target_uid.clone()),
     };
-    let status = object
-        .data
+    let status = body
         .get("status")
         .filter(|s| how.restore_status && t.status && !s.is_null())
         .cloned();
-    let frozen = crate::model::has_annotation(&object, crate::names::FROZEN_BY_ANNOTATION)
+    let frozen = crate::model::has_annotation(object, crate::names::FROZEN_BY_ANNOTATION)
         .then(|| node.reference.clone());
     Some(Job {
         uid: uid.to_string(),

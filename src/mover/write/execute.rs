@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::model::ObjectRef;
-use crate::snapshot::{Keep, ListScope, Status};
+use crate::snapshot::{Content, Keep, ListScope, Status};
 
 use crate::kube::Connected;
 use crate::kube::Stop;
@@ -188,6 +188,12 @@ async fn pause_and_read(
             Status::Whole
         } else {
             Status::Skip
+        },
+        // Held until created: as text, but what the graph reads to see what appeared.
+        content: if crate::model::kinds::content_read_by_graph(&t.info.group, &t.info.kind) {
+            Content::Tree
+        } else {
+            Content::Text
         },
     };
     let fresh =

@@ -1,8 +1,6 @@
 //! Pausing and unpausing what a move pauses (Clusters by `spec.paused`, ClusterClasses by
 //! annotation), and waiting for providers' `block-move` to go once the source is paused.
 
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, stream};
@@ -103,13 +101,12 @@ pub(in crate::mover) async fn read_when_unblocked(
 ) -> Result<Fresh> {
     let deadline = Instant::now() + timeout;
     loop {
-        let (objects, mut managed_fields) =
-            list_objects_keeping(source, types, scope, &keep).await?;
+        let read = list_objects_keeping(source, types, scope, &keep).await?;
         let namespace = match scope {
             ListScope::Namespace(ns) => Some(ns.as_str()),
             ListScope::AllNamespaces => None,
         };
-        let appeared = plan.appeared(&objects, namespace);
+        let appeared = plan.appeared(&read.objects, namespace);
         if !appeared.is_empty() {
             return Err(Error::Refused(vec![format!(
                 "{} appeared in the source after the move was planned (a controller's last write before it saw the pause), so the plan would leave {} behind; nothing was created — run the move again to plan it anew",
@@ -121,28 +118,21 @@ pub(in crate::mover) async fn read_when_unblocked(
                 if appeared.len() == 1 { "it" } else { "them" }
             )]));
         }
-        let fresh: HashMap<String, Arc<DynamicObject>> = objects
-            .into_iter()
-            .map(|(o, _)| (o.metadata.uid.clone().unwrap_or_default(), o))
-            .filter(|(uid, _)| plan.scheduled.contains(uid))
-            .collect();
-        managed_fields.retain(|uid, _| fresh.contains_key(uid));
+        let fresh = Fresh::of(read, |uid| plan.scheduled.contains(uid));
         let blocked: Vec<&ObjectRef> = plan
             .groups
             .iter()
             .flatten()
             .filter(|uid| {
                 fresh
+                    .objects
                     .get(*uid)
                     .is_some_and(|o| crate::model::has_annotation(o, BLOCK_MOVE_ANNOTATION))
             })
             .map(|uid| &plan.node(uid).reference)
             .collect();
         if blocked.is_empty() {
-            return Ok(Fresh {
-                objects: fresh,
-                managed_fields,
-            });
+            return Ok(fresh);
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
