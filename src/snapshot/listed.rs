@@ -27,8 +27,9 @@ pub enum Content {
     /// Parsed, in `data`: for readers that look into it.
     Tree,
     /// As the server's JSON text (one allocation, a fraction of a parsed tree), in
-    /// [`Listed::content`], for readers that only send it on; `data` keeps `spec.clusterName`
-    /// alone, what says which Cluster an object belongs to.
+    /// [`Listed::content`], for readers that only send it on; `data` keeps only what every
+    /// reader looks for in any object's spec: `spec.clusterName` (which Cluster it belongs to)
+    /// and `spec.providerID` (which machine it is, for verification records).
     Text,
 }
 
@@ -249,10 +250,10 @@ impl<'de> Visitor<'de> for ItemSeed {
                 _ if self.0.content == Content::Text => {
                     let value = map.next_value::<Box<RawValue>>()?;
                     if key == "spec" {
-                        let spec: ClusterNameOnly =
+                        let spec: SpecReadApart =
                             serde_json::from_str(value.get()).map_err(de::Error::custom)?;
-                        if let Some(cluster) = spec.cluster_name {
-                            data.insert(key.clone(), serde_json::json!({ "clusterName": cluster }));
+                        if !spec.0.is_empty() {
+                            data.insert(key.clone(), Value::Object(spec.0));
                         }
                     }
                     text.push(&key, value.get());
@@ -283,11 +284,42 @@ impl<'de> Visitor<'de> for ItemSeed {
     }
 }
 
-/// What [`Content::Text`] looks for in a spec it does not parse.
-#[derive(serde::Deserialize)]
-struct ClusterNameOnly {
-    #[serde(rename = "clusterName")]
-    cluster_name: Option<String>,
+/// The fields [`Content::Text`] parses of a spec it holds as text.
+const SPEC_READ_APART: [&str; 2] = ["clusterName", "providerID"];
+
+/// A spec's [`SPEC_READ_APART`] fields (the rest skipped unparsed).
+struct SpecReadApart(Map<String, Value>);
+
+impl<'de> serde::Deserialize<'de> for SpecReadApart {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SpecReadApartVisitor)
+    }
+}
+
+struct SpecReadApartVisitor;
+
+impl<'de> Visitor<'de> for SpecReadApartVisitor {
+    type Value = SpecReadApart;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object's spec")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<SpecReadApart, E> {
+        Ok(SpecReadApart(Map::new()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SpecReadApart, A::Error> {
+        let mut kept = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if SPEC_READ_APART.contains(&key.as_str()) {
+                kept.insert(key, map.next_value()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(SpecReadApart(kept))
+    }
 }
 
 /// An object's content written as one JSON object from its fields' text as read.
@@ -471,7 +503,7 @@ mod tests {
         let text = r#"{"apiVersion":"bootstrap.cluster.x-k8s.io/v1beta2","kind":"KubeadmConfig",
             "metadata":{"name":"k","namespace":"ns","uid":"u","labels":{"l":"v"},
                 "managedFields":[{"manager":"m","operation":"Update"}]},
-            "spec":{"clusterName":"c","files":[{"path":"/etc/x","content":"a\"b"}],"n":1.5},
+            "spec":{"clusterName":"c","providerID":"p://1","files":[{"path":"/etc/x","content":"a\"b"}],"n":1.5},
             "status":{"ready":true,"deprecated":{"v1beta1":{}}}}"#;
         let answer = format!(r#"{{"metadata":{{}},"items":[{text}]}}"#);
         for status in [Status::Skip, Status::Evaluated, Status::Whole] {
@@ -483,10 +515,10 @@ mod tests {
             let tree = parse(&answer, keep(Content::Tree)).unwrap().items.remove(0);
             let read = parse(&answer, keep(Content::Text)).unwrap().items.remove(0);
             assert!(tree.content.is_none());
-            // Held apart: only what says which Cluster the object belongs to is parsed.
+            // Held apart: only the Cluster it belongs to and the machine it is are parsed.
             assert_eq!(
                 read.object.data,
-                serde_json::json!({"spec": {"clusterName": "c"}})
+                serde_json::json!({"spec": {"clusterName": "c", "providerID": "p://1"}})
             );
             assert_eq!(read.object.metadata, tree.object.metadata);
             assert_eq!(

@@ -234,6 +234,47 @@ async fn the_seed_story_end_to_end() {
         contents_held_as_text(&pair.objects(&pair.env.target, "default")),
         sent_on
     );
+    // The verification record names each infrastructure machine's providerID, though the move
+    // never parsed those objects whole.
+    let record = pair
+        .env
+        .target
+        .server
+        .object("", "configmaps", "default", "kubectl-capi-moved-seed")
+        .unwrap();
+    let record: Value =
+        serde_json::from_str(record["data"]["moved.json"].as_str().unwrap()).unwrap();
+    let infrastructure_machines: BTreeMap<String, Value> = pair
+        .objects(&pair.env.target, "default")
+        .into_iter()
+        .filter(|o| {
+            o["apiVersion"]
+                .as_str()
+                .unwrap()
+                .starts_with("infrastructure.cluster.x-k8s.io/")
+                && o["kind"].as_str().unwrap().ends_with("Machine")
+        })
+        .map(|o| {
+            let key = format!(
+                "{} {}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            );
+            (key, o["spec"]["providerID"].clone())
+        })
+        .collect();
+    assert!(
+        infrastructure_machines.len() >= 2
+            && infrastructure_machines
+                .values()
+                .all(|id| id.as_str().is_some_and(|id| !id.is_empty())),
+        "{infrastructure_machines:?}"
+    );
+    assert_eq!(
+        serde_json::from_value::<BTreeMap<String, Value>>(record["infrastructureMachines"].clone())
+            .unwrap(),
+        infrastructure_machines
+    );
 
     assert!(
         pair.objects(&pair.env.source, "default")

@@ -339,7 +339,8 @@ enum RawWrites {
 }
 
 /// The servers' ceiling: every object created in the target and deleted from the source with
-/// `concurrency` requests in flight over the same loopback HTTP the plugin uses, no planning,
+/// `concurrency` requests in flight over the same loopback connections the plugin uses (HTTPS
+/// with client certificates, or plain HTTP with `--plain-http`), no planning,
 /// no checks. Seconds, and the writes in flight while creating and deleting.
 async fn raw_ceiling(
     options: &MoveOptions,
@@ -483,8 +484,13 @@ pub async fn run(options: &MoveOptions) -> anyhow::Result<String> {
         ));
     }
     out.push_str(&format!(
-        "raw ceiling ({}-way creates + deletes over loopback HTTP): {:.1} s  {:.0} objects/s\n",
+        "raw ceiling ({}-way creates + deletes over loopback {}): {:.1} s  {:.0} objects/s\n",
         options.concurrency,
+        if options.plain_http {
+            "HTTP"
+        } else {
+            "HTTPS with client certificates"
+        },
         ceiling,
         objects as f64 / ceiling
     ));
