@@ -7,6 +7,7 @@ pub mod kinds;
 pub mod machine;
 pub mod object;
 pub mod scalers;
+pub mod status_read;
 
 pub use cluster::{ClusterClassView, ClusterView};
 pub use machine::MachineView;

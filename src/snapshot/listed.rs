@@ -37,9 +37,9 @@ pub enum Content {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     Skip,
-    /// What an evaluation reads: all but `status.deprecated`, a v1beta2 object's copy of what
-    /// v1beta1 said (its legacy conditions). Each dialect is read from its own fields, and on a
-    /// Machine that copy is a fifth of what its status weighs in memory.
+    /// What an evaluation reads ([`crate::model::status_read`]): not `status.deprecated` (a
+    /// v1beta2 object's copy of what v1beta1 said), addresses, node info, or the times and
+    /// generations of conditions — most of what a real controller's status weighs.
     Evaluated,
     /// As the server has it: to be written again.
     Whole,
@@ -64,7 +64,7 @@ pub fn for_evaluation(object: &mut DynamicObject) {
         }
     }
     if let Some(status) = object.data.get_mut("status").and_then(Value::as_object_mut) {
-        status.remove("deprecated");
+        *status = crate::model::status_read::trimmed(std::mem::take(status));
     }
 }
 
@@ -344,7 +344,7 @@ impl ContentText {
     }
 }
 
-/// A status without `deprecated` ([`Status::Evaluated`]).
+/// A status as [`Status::Evaluated`] keeps it.
 struct EvaluatedStatus;
 
 impl<'de> DeserializeSeed<'de> for EvaluatedStatus {
@@ -369,13 +369,14 @@ impl<'de> Visitor<'de> for EvaluatedStatus {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut status = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if key == "deprecated" {
-                map.next_value::<IgnoredAny>()?;
-            } else {
+            // What no view reads is skipped unparsed.
+            if crate::model::status_read::reads(&key) {
                 status.insert(key, map.next_value()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
             }
         }
-        Ok(Value::Object(status))
+        Ok(Value::Object(crate::model::status_read::trimmed(status)))
     }
 }
 
@@ -423,7 +424,7 @@ mod tests {
     const ANSWER: &str = r#"{"apiVersion":"v1","kind":"SecretList","metadata":{"resourceVersion":"7","continue":"next-page"},
         "items":[{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a","namespace":"ns","uid":"u1","labels":{"l":"v"},
             "managedFields":[{"manager":"kubectl","operation":"Update","fieldsV1":{"f:data":{".":{},"f:k":{}}}}]},
-            "data":{"k":"dg=="},"status":{"phase":"x","deprecated":{"v1beta1":{"conditions":[]}}}},
+            "data":{"k":"dg=="},"status":{"replicas":2,"deprecated":{"v1beta1":{"conditions":[]}}}},
           {"metadata":{"name":"b","uid":"u2"}}]}"#;
 
     #[test]
@@ -437,7 +438,7 @@ mod tests {
         assert_eq!(a.object.metadata.labels.as_ref().unwrap()["l"], "v");
         assert_eq!(a.object.types.as_ref().unwrap().kind, "Secret");
         assert_eq!(a.object.data["data"]["k"], "dg==");
-        assert_eq!(a.object.data["status"]["phase"], "x");
+        assert_eq!(a.object.data["status"]["replicas"], 2);
         assert!(a.object.data["status"].get("deprecated").is_none());
         assert!(a.object.data.get("apiVersion").is_none());
         assert!(lean.items[1].object.types.is_none());
@@ -482,7 +483,7 @@ mod tests {
             "annotations":{"a":"b"},"finalizers":["f"],"resourceVersion":"3","creationTimestamp":"2026-01-01T00:00:00Z",
             "managedFields":[{"manager":"capi-controller","operation":"Update","subresource":"status","fieldsV1":{"f:status":{}}}]},
             "spec":{"clusterName":"c"},
-            "status":{"phase":"Running","deprecated":{"v1beta1":{"conditions":[{"type":"Ready","status":"True"}]}}}}"#;
+            "status":{"phase":"Running","nodeRef":{"name":"n"},"deprecated":{"v1beta1":{"conditions":[{"type":"Ready","status":"True"}]}}}}"#;
         // A watch reads objects whole, then trims them as a LIST for evaluation reads them.
         let mut kube: DynamicObject = serde_json::from_str(text).unwrap();
         assert!(kube.metadata.managed_fields.is_some());
