@@ -281,7 +281,7 @@ impl Fresh {
 /// A create's answer: the source UID, how it came out, its type, and (when it carries the mark)
 /// what finishing it needs.
 pub(in crate::mover) type CreateAnswer<'a> =
-    Result<(String, Outcome, &'a MoveType, Option<Marked>)>;
+    Result<(String, Outcome, &'a MoveType, Option<Marked<'a>>)>;
 
 /// How objects are created in the target.
 #[derive(Debug, Clone)]
@@ -304,8 +304,6 @@ pub struct Created {
     pub uids: HashMap<String, String>,
     pub per_kind: BTreeMap<String, usize>,
     pub frozen: Vec<ObjectRef>,
-    /// Copies that carry the move's mark until [`finish_copies`].
-    pub marked: Vec<Marked>,
 }
 
 /// Creates every planned object, each as soon as its owners exist in the target (see
@@ -329,8 +327,9 @@ pub async fn create_groups(
         uids: HashMap::new(),
         per_kind: BTreeMap::new(),
         frozen: Vec::new(),
-        marked: Vec::new(),
     };
+    // Copies that carry the move's mark until [`finish_copies`].
+    let mut marked: Vec<Marked> = Vec::new();
     progress.begin(Phase::Create, plan.groups.iter().map(Vec::len).sum());
     make_namespaces(plan, types, target, journal.as_deref_mut()).await?;
     let mut schedule = Schedule::creates(plan);
@@ -348,7 +347,7 @@ pub async fn create_groups(
             take_answer(
                 answer,
                 &mut schedule,
-                &mut created,
+                (&mut created, &mut marked),
                 journal.as_deref_mut(),
                 &mut failure,
                 &mut to_mark,
@@ -423,12 +422,11 @@ pub async fn create_groups(
     // Only now that the journal holds every copy's UID does the mark go.
     finish_copies(
         &target.cluster,
-        &created.marked,
+        &marked,
         &objects.managed_fields,
         (how.concurrency, &how.stop),
     )
     .await?;
-    created.marked = Vec::new();
     progress.end(Phase::Create);
     Ok(created)
 }
@@ -574,8 +572,8 @@ async fn send_job<'a>(
     let marked = outcome.marked.then(|| Marked {
         source_uid: job.uid.clone(),
         target_uid: outcome.uid.clone(),
-        reference: job.reference.clone(),
-        resource: job.t.resource.clone(),
+        reference: job.reference,
+        resource: &job.t.resource,
         namespace: job.namespace.clone(),
         // Listed objects' managedFields stay in `Fresh`; only inline ones are kept here.
         inline_managed: match job.managed {
@@ -588,10 +586,10 @@ async fn send_job<'a>(
 
 /// Takes in one create's answer: records it, and what it unblocks becomes ready; the first
 /// failure is kept (later ones only reported by their absence).
-fn take_answer(
-    answer: CreateAnswer<'_>,
+fn take_answer<'a>(
+    answer: CreateAnswer<'a>,
     schedule: &mut Schedule,
-    created: &mut Created,
+    (created, marked_copies): (&mut Created, &mut Vec<Marked<'a>>),
     journal: Option<&mut JournalFile>,
     failure: &mut Option<Error>,
     ready: &mut Vec<String>,
@@ -609,7 +607,7 @@ fn take_answer(
         // Made by this move, now or by an earlier attempt of it.
         entry.created |= made;
     }
-    created.marked.extend(marked);
+    marked_copies.extend(marked);
     created.uids.insert(uid.clone(), new_uid);
     *created
         .per_kind

@@ -43,12 +43,13 @@ impl Proof {
     }
 }
 
-/// A copy that carries this move's mark, to be finished once its UID is recorded.
-pub struct Marked {
+/// A copy that carries this move's mark, to be finished once its UID is recorded. One is held
+/// per created object until the last create is answered, so it borrows what the plan holds.
+pub struct Marked<'a> {
     pub source_uid: String,
     pub target_uid: String,
-    pub reference: ObjectRef,
-    pub resource: kube::core::ApiResource,
+    pub reference: &'a ObjectRef,
+    pub resource: &'a kube::core::ApiResource,
     pub namespace: String,
     /// Its managedFields when they came inline (a backup); else they are in [`Fresh`].
     pub inline_managed: Option<Box<RawValue>>,
@@ -58,7 +59,7 @@ pub struct Marked {
 /// that restores its managedFields (a create ignores them) and removes the mark.
 pub(in crate::mover) async fn finish_copies(
     target: &Cluster,
-    marked: &[Marked],
+    marked: &[Marked<'_>],
     managed_fields: &ManagedFields,
     (concurrency, stop): (usize, &Stop),
 ) -> Result<()> {
@@ -83,7 +84,7 @@ pub(in crate::mover) async fn finish_copies(
                 managed_fields: managed.unwrap_or(&none),
             },
         };
-        Writes::new(target, &m.resource, &m.namespace)
+        Writes::new(target, m.resource, &m.namespace)
             .merge_patch(&m.reference.name, &patch, &PatchParams::default())
             .await
             .map_err(|e| {
