@@ -4,6 +4,8 @@
 use crate::error::{Error, Result};
 use crate::kube::OnCtrlC;
 use crate::mover::addressing::type_of;
+use crate::mover::graph::discover::MoveType;
+use crate::mover::graph::plan::MovePlan;
 use crate::mover::journal::{self, Endpoint, Journal, JournalFile, Stage};
 use crate::mover::request::absolute;
 use crate::mover::steps::{Checked, Finished, History, Move, MoveRecords, Planned};
@@ -14,15 +16,16 @@ impl Move<'_> {
     /// (what was in the target before, what it created or sent).
     fn new_journal(
         &self,
-        planned: &Planned,
+        (plan, types): (&MovePlan, &[MoveType]),
+        moved: Vec<crate::verify::MovedCluster>,
         checked: &Checked,
         history: &History,
         records: &MoveRecords,
     ) -> Journal {
         let target = self.ends.target.as_ref().expect("a move has a target");
         let mut journal = Journal::new(
-            &planned.plan,
-            |r| type_of(&planned.types, r).map(|t| (t.resource.plural.clone(), t.info.namespaced)),
+            plan,
+            |r| type_of(types, r).map(|t| (t.resource.plural.clone(), t.info.namespaced)),
             Endpoint {
                 server: self.source().url.clone(),
                 context: self.request.source.context.clone(),
@@ -53,7 +56,7 @@ impl Move<'_> {
             self.request.clusters.clone(),
         );
         journal.selector = self.request.scope.selector.clone();
-        journal.moved = moved_clusters(planned);
+        journal.moved = moved;
         let earlier = history.unfinished.as_ref();
         if let Some(earlier) = earlier {
             journal.made_namespaces = earlier.made_namespaces.clone();
@@ -99,7 +102,19 @@ impl Move<'_> {
         let (Some(target), Some(records)) = (&self.ends.target, &self.records) else {
             unreachable!("a move that writes has a target and records")
         };
-        let mut journal = self.new_journal(&planned, &checked, &history, records);
+        // The verification records read the planned objects; nothing after them does.
+        let moved = moved_clusters(&planned);
+        let Planned {
+            types,
+            objects,
+            mut plan,
+            clusters,
+        } = planned;
+        // The move re-reads every object once the source is paused: the planning read goes
+        // before the journal is made, so that the two are never held at once.
+        drop(objects);
+        plan.release_objects();
+        let mut journal = self.new_journal((&plan, &types), moved, &checked, &history, records);
         journal
             .made_namespaces
             .extend(
@@ -111,17 +126,8 @@ impl Move<'_> {
                         uid: m.uid.clone(),
                     }),
             );
-        let Planned {
-            types,
-            objects,
-            mut plan,
-            clusters,
-        } = planned;
         // A reused copy's original stays in the source, as a global object's does.
         plan.kept_in_source.extend(checked.reused.iter().cloned());
-        // The move re-reads every object once the source is paused.
-        drop(objects);
-        plan.release_objects();
         let from = Source {
             cluster: self.source(),
             types: &types,
