@@ -233,7 +233,7 @@ pub async fn restore(
         plan,
         types,
         target,
-        &Fresh::default(),
+        Fresh::default(),
         Creating {
             preexisting: preflight.in_target,
             overwrite_existing,

@@ -314,11 +314,14 @@ pub struct Created {
 ///
 /// The journal marks objects as sent, and is saved, before their creates go out, so that a create
 /// whose answer is lost is still recognised; creates already in flight go on while it is saved.
+///
+/// Each object read is dropped once its create's body is made: a move holds no more of what it
+/// read than what it has still to create (and the managedFields it writes back at the end).
 pub async fn create_groups(
     plan: &MovePlan,
     types: &[MoveType],
     target: &Connected,
-    objects: &Fresh,
+    mut objects: Fresh,
     how: Creating,
     progress: &dyn Progress,
     mut journal: Option<&mut JournalFile>,
@@ -386,7 +389,11 @@ pub async fn create_groups(
             let Some(job) = job(
                 plan,
                 types,
-                objects,
+                (
+                    &mut objects.objects,
+                    &mut objects.contents,
+                    &objects.managed_fields,
+                ),
                 &how,
                 journal.as_deref(),
                 &created,
@@ -474,7 +481,11 @@ struct Job<'a> {
 fn job<'a>(
     plan: &'a MovePlan,
     types: &'a [MoveType],
-    objects: &'a Fresh,
+    (unsent, unsent_contents, managed_fields): (
+        &mut HashMap<String, Arc<DynamicObject>>,
+        &mut Contents,
+        &'a ManagedFields,
+    ),
     how: &Creating,
     journal: Option<&JournalFile>,
     created: &Created,
@@ -482,8 +493,12 @@ fn job<'a>(
 ) -> Option<Job<'a>> {
     let node = plan.node(uid);
     let t = type_of(types, &node.reference)?;
-    let (object, content) = match objects.get(uid) {
-        Some(read) => read,
+    // Taken out of what was read: dropped once the body is made.
+    let read = unsent
+        .remove(uid)
+        .map(|object| (object, unsent_contents.remove(uid)));
+    let (object, content) = match &read {
+        Some((object, content)) => (object, content.as_deref()),
         None => (node.object.as_ref()?, node.content.as_deref()),
     };
     let namespace = if t.info.namespaced {
@@ -509,7 +524,7 @@ fn job<'a>(
     };
     let (body, inline) = target_body(plan, (object, content), &created.uids);
     // Listed objects' managedFields were kept apart; a backup's or a whole read's are inline.
-    let managed = match objects.managed_fields.get(uid) {
+    let managed = match managed_fields.get(uid) {
         Some(raw) => Some(Cow::Borrowed(&**raw)),
         None => inline
             .and_then(|m| serde_json::value::to_raw_value(&m).ok())

@@ -269,7 +269,7 @@ async fn create(
         plan,
         types,
         target,
-        &fresh,
+        fresh,
         creating,
         progress,
         Some(journal),
