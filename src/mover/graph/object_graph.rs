@@ -101,8 +101,9 @@ pub struct Node {
     pub global_hierarchy: bool,
     /// Copied to the target but kept in the source (shared with what stays).
     pub should_not_delete: bool,
-    /// The hierarchy roots that reach this node.
-    pub tenants: BTreeSet<String>,
+    /// The hierarchy roots that reach this node (their UIDs, sorted): mostly one, so a `Vec`;
+    /// a B-tree set allocates a whole node for one element, per object in the graph.
+    pub tenants: Vec<String>,
 }
 
 impl Node {
@@ -171,7 +172,7 @@ impl Graph {
                 is_global: !info.namespaced,
                 global_hierarchy: false,
                 should_not_delete: false,
-                tenants: BTreeSet::new(),
+                tenants: Vec::new(),
             };
             node.force_move |= node.force_move_hierarchy;
             for owner in object.metadata.owner_references.iter().flatten() {
@@ -206,7 +207,7 @@ impl Graph {
                         is_global: false,
                         global_hierarchy: false,
                         should_not_delete: false,
-                        tenants: BTreeSet::new(),
+                        tenants: Vec::new(),
                     });
                 }
             }
@@ -331,7 +332,9 @@ impl Graph {
                     continue;
                 }
                 if let Some(node) = self.nodes.get_mut(&uid) {
-                    node.tenants.insert(root.clone());
+                    if let Err(at) = node.tenants.binary_search(&root) {
+                        node.tenants.insert(at, root.clone());
+                    }
                     if global {
                         node.global_hierarchy = true;
                     }
