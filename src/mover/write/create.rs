@@ -276,6 +276,12 @@ impl Fresh {
         let object = self.objects.get(uid)?;
         Some((object, self.contents.get(uid).map(|c| &**c)))
     }
+
+    /// [`get`](Self::get), taking the object out: what was sent need not be held.
+    fn take(&mut self, uid: &str) -> Option<(Arc<DynamicObject>, Option<Box<RawValue>>)> {
+        let object = self.objects.remove(uid)?;
+        Some((object, self.contents.remove(uid)))
+    }
 }
 
 /// A create's answer: the source UID, how it came out, its type, and (when it carries the mark)
@@ -326,6 +332,8 @@ pub async fn create_groups(
     progress: &dyn Progress,
     mut journal: Option<&mut JournalFile>,
 ) -> Result<Created> {
+    // Borrowed by the creates in flight while objects are taken out of `objects`.
+    let managed_fields = std::mem::take(&mut objects.managed_fields);
     let mut created = Created {
         uids: HashMap::new(),
         per_kind: BTreeMap::new(),
@@ -389,11 +397,7 @@ pub async fn create_groups(
             let Some(job) = job(
                 plan,
                 types,
-                (
-                    &mut objects.objects,
-                    &mut objects.contents,
-                    &objects.managed_fields,
-                ),
+                (&mut objects, &managed_fields),
                 &how,
                 journal.as_deref(),
                 &created,
@@ -430,7 +434,7 @@ pub async fn create_groups(
     finish_copies(
         &target.cluster,
         &marked,
-        &objects.managed_fields,
+        &managed_fields,
         (how.concurrency, &how.stop),
     )
     .await?;
@@ -481,11 +485,7 @@ struct Job<'a> {
 fn job<'a>(
     plan: &'a MovePlan,
     types: &'a [MoveType],
-    (unsent, unsent_contents, managed_fields): (
-        &mut HashMap<String, Arc<DynamicObject>>,
-        &mut Contents,
-        &'a ManagedFields,
-    ),
+    (unsent, managed_fields): (&mut Fresh, &'a ManagedFields),
     how: &Creating,
     journal: Option<&JournalFile>,
     created: &Created,
@@ -494,9 +494,7 @@ fn job<'a>(
     let node = plan.node(uid);
     let t = type_of(types, &node.reference)?;
     // Taken out of what was read: dropped once the body is made.
-    let read = unsent
-        .remove(uid)
-        .map(|object| (object, unsent_contents.remove(uid)));
+    let read = unsent.take(uid);
     let (object, content) = match &read {
         Some((object, content)) => (object, content.as_deref()),
         None => (node.object.as_ref()?, node.content.as_deref()),
