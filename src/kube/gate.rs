@@ -186,10 +186,12 @@ fn is_write(method: &http::Method, uri: &http::Uri) -> bool {
     if exempt.iter().any(|prefix| path.starts_with(prefix)) {
         return false;
     }
+    // A real server ignores a DELETE's `dryRun` query beside a DeleteOptions body (the body's
+    // own `dryRun` decides), so a DELETE is a write whatever its query says.
     let dry_run = uri
         .query()
         .is_some_and(|q| q.split('&').any(|p| p == "dryRun=All"));
-    !dry_run
+    !dry_run || method == http::Method::DELETE
 }
 
 #[cfg(test)]
@@ -211,6 +213,14 @@ mod tests {
         assert!(
             gate.admit(&http::Method::GET, &uri("/api/v1/secrets"))
                 .is_ok()
+        );
+        assert!(
+            gate.admit(
+                &http::Method::DELETE,
+                &uri("/api/v1/namespaces/a/secrets/s?dryRun=All")
+            )
+            .is_err(),
+            "a DELETE's dryRun query does not make it a dry run"
         );
         for free in [
             "/api/v1/namespaces/a/secrets?dryRun=All",

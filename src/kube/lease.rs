@@ -36,13 +36,36 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 /// Overrides [`DEFAULT_DURATION`] (whole seconds): tests that stop a holder wait out a short one.
 pub const DURATION_ENV: &str = "KUBECTL_CAPI_LEASE_SECONDS";
 
-/// How long leases last for this process.
+/// The longest lease [`DURATION_ENV`] may set: a day (a real server takes any positive int32).
+pub const MAX_DURATION_SECONDS: u64 = 86_400;
+
+/// The lease duration [`DURATION_ENV`] sets, if it is set: whole seconds from 1 to
+/// [`MAX_DURATION_SECONDS`]; anything else is a usage error before any request.
+pub fn duration_from_env() -> std::result::Result<Option<Duration>, String> {
+    let Some(text) = std::env::var_os(DURATION_ENV) else {
+        return Ok(None);
+    };
+    let seconds = text
+        .to_str()
+        .and_then(|t| t.parse::<u64>().ok())
+        .filter(|s| (1..=MAX_DURATION_SECONDS).contains(s));
+    match seconds {
+        Some(seconds) => Ok(Some(Duration::from_secs(seconds))),
+        None => Err(format!(
+            "{DURATION_ENV}={} is not a whole number of seconds from 1 to {MAX_DURATION_SECONDS}; set one in that range or unset it for the default of {}s",
+            text.to_string_lossy(),
+            DEFAULT_DURATION.as_secs()
+        )),
+    }
+}
+
+/// How long leases last for this process ([`duration_from_env`] was checked when the command
+/// started).
 pub fn duration() -> Duration {
-    std::env::var(DURATION_ENV)
+    duration_from_env()
         .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .map_or(DEFAULT_DURATION, Duration::from_secs)
+        .flatten()
+        .unwrap_or(DEFAULT_DURATION)
 }
 
 /// How often a holder renews.

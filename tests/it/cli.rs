@@ -751,3 +751,32 @@ async fn names_are_checked_by_the_rule_they_break_before_any_request() {
     }
     assert!(sandbox.server.requests().is_empty(), "no request was sent");
 }
+
+#[tokio::test]
+async fn a_lease_duration_a_real_server_refuses_is_a_usage_error_before_any_request() {
+    let sandbox = Sandbox::start(Dialect::V1beta2).await;
+    sandbox.server.reset_requests();
+    // 0 and -1 a real server answers 422, 2^31 and more 400; "abc" and 18446744073709551615 once
+    // became 60 s or a panic after the Lease was created.
+    for value in [
+        "0",
+        "-1",
+        "abc",
+        "",
+        "86401",
+        "2147483648",
+        "18446744073709551615",
+    ] {
+        let mut command =
+            crate::common::plugin_command(Some(&sandbox.kubeconfig), &["pause", "--all"]);
+        command.env(kubectl_capi::kube::lease::DURATION_ENV, value);
+        let output: Output = command.output().await.unwrap().into();
+        assert_one_line_error(
+            &output,
+            &format!(
+                "KUBECTL_CAPI_LEASE_SECONDS={value} is not a whole number of seconds from 1 to 86400"
+            ),
+        );
+    }
+    assert!(sandbox.server.requests().is_empty(), "no request was sent");
+}

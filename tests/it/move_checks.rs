@@ -721,3 +721,51 @@ async fn a_refusal_by_the_dry_runs_says_what_it_wrote_and_undid() {
     );
     assert!(w.target.object("", "namespaces", "", "ns1").is_none());
 }
+
+/// A real server refuses annotations over 256 KiB (keys and values together), also when a patch
+/// grows them: an object with no room for the move's mark is refused before any write, with a
+/// command that lists its annotations when pasted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_without_room_for_the_moves_mark_is_refused_before_any_write() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let mut secret = w
+        .source
+        .dump()
+        .into_iter()
+        .find(|o| o["kind"] == "Secret" && o["metadata"]["namespace"] == "ns1")
+        .unwrap();
+    let name = secret["metadata"]["name"].as_str().unwrap().to_string();
+    // 3 + 262,130 bytes: within the limit, but not with the mark's 41.
+    secret["metadata"]["annotations"] = serde_json::json!({"big": "v".repeat(262_130)});
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(w.source.client(), "ns1");
+    secrets
+        .patch(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                serde_json::json!({"metadata": {"annotations": secret["metadata"]["annotations"]}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let before = w.writes_per_server();
+    let out = w.plugin(&MOVE_NS1).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let reason = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("bytes of annotations"))
+        .unwrap_or_else(|| panic!("named: {}", out.stderr));
+    assert!(
+        reason.contains(&format!(
+            "Secret ns1/{name} carries 262133 bytes of annotations (keys and values), and with the 41 the move adds (kubectl-capi.dev/moved-by) it would pass the 262144 bytes"
+        )),
+        "{reason}"
+    );
+    assert!(w.writes_since(before).is_empty(), "nothing was written");
+    let hint = reason.split('`').nth(1).unwrap();
+    let listed = w.paste(hint).await;
+    assert_eq!(listed.code, 0, "{hint}: {}", listed.stderr);
+    assert!(listed.stdout.contains("\"big\""), "{hint} lists them");
+}

@@ -541,6 +541,19 @@ async fn concurrency_one_is_one_request_at_a_time_in_each_cluster() {
     };
     let dry_runs = requests(&w.target).iter().filter(|r| r.dry_run).count();
     assert!(dry_runs > 20, "the preflight's dry runs are among them");
+    // A real server ignores a DELETE's dryRun query beside a body: the delete would be real.
+    for server in [&w.source, &w.target] {
+        let deletes = requests(server);
+        let queried: Vec<_> = deletes
+            .iter()
+            .filter(|r| r.verb == "delete" && r.dry_run_query)
+            .map(|r| &r.path)
+            .collect();
+        assert!(
+            queried.is_empty(),
+            "DELETEs with a dryRun query: {queried:?}"
+        );
+    }
     assert_eq!(most_in_flight(&requests(&w.target)), 1);
     assert_eq!(most_in_flight(&requests(&w.source)), 1);
 }

@@ -6,6 +6,31 @@ use std::sync::Arc;
 
 use super::resources::{ALL_VERBS, Flavor, ResourceDef, ScaleDef, VersionDef, builtin};
 
+/// The built-in groups by kube-aggregator's priority (highest first; equal priorities by name),
+/// the order discovery lists them in.
+pub const GROUP_PRIORITY: &[&str] = &[
+    "apiregistration.k8s.io",
+    "apps",
+    "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "networking.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "node.k8s.io",
+    "discovery.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "resource.k8s.io",
+];
+
 /// What a row can carry besides its names.
 #[derive(Clone, Copy)]
 enum Sub {

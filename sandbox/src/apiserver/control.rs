@@ -16,7 +16,10 @@ pub struct RequestRecord {
     pub name: Option<String>,
     pub subresource: Option<String>,
     pub code: u16,
+    /// Whether the request was a dry run, as the server took it.
     pub dry_run: bool,
+    /// Whether its query said `dryRun=All` (a DELETE with a body is real whatever this says).
+    pub dry_run_query: bool,
     pub user: String,
     pub path: String,
     /// The API version the request addressed (`v1beta2`), empty for non-resource paths.

@@ -38,7 +38,8 @@ fn group_versions(defs: &[Arc<ResourceDef>], group: &str) -> Vec<String> {
 }
 
 fn groups(defs: &[Arc<ResourceDef>]) -> Vec<String> {
-    // Built-in groups first, then CRD groups in name order, as the real server lists them.
+    // Built-in groups first, by kube-aggregator's priority, then CRD groups in name order, as
+    // the real server lists them.
     let mut builtin: Vec<String> = Vec::new();
     let mut custom: Vec<String> = Vec::new();
     for def in defs.iter().filter(|d| !d.group.is_empty()) {
@@ -51,6 +52,12 @@ fn groups(defs: &[Arc<ResourceDef>]) -> Vec<String> {
             list.push(def.group.clone());
         }
     }
+    builtin.sort_by_key(|group| {
+        super::builtin_kinds::GROUP_PRIORITY
+            .iter()
+            .position(|g| g == group)
+            .unwrap_or(usize::MAX)
+    });
     custom.sort();
     custom.retain(|g| !builtin.contains(g));
     builtin.extend(custom);
@@ -96,11 +103,14 @@ pub fn api_group(defs: &[Arc<ResourceDef>], group: &str) -> Option<Value> {
     Some(doc)
 }
 
+/// As apiserver's `discovery.StorageVersionHash`: the first 8 bytes of the SHA-256 of
+/// `group/storageVersion/kind`, in base64.
 fn storage_hash(def: &ResourceDef) -> String {
     use base64::Engine;
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (&def.group, def.storage_version(), &def.kind).hash(&mut hasher);
-    base64::engine::general_purpose::STANDARD.encode(hasher.finish().to_be_bytes())
+    use sha2::Digest;
+    let id = format!("{}/{}/{}", def.group, def.storage_version(), def.kind);
+    let digest = sha2::Sha256::digest(id.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
 pub fn api_resource_list(defs: &[Arc<ResourceDef>], group: &str, version: &str) -> Option<Value> {
@@ -261,11 +271,25 @@ pub fn openapi_documents(defs: &[Arc<ResourceDef>]) -> BTreeMap<String, Value> {
         }
         let doc = json!({
             "openapi": "3.0.0",
-            "info": {"title": "Kubernetes", "version": "v1.33.0"},
+            "info": {"title": "Kubernetes", "version": "v1.36.2"},
             "paths": paths,
             "components": {"schemas": schemas},
         });
         docs.insert(gv_path(&group, &version), doc);
+    }
+    // The index also lists the discovery endpoints' own documents and OIDC discovery.
+    let mut others = vec![
+        ".well-known/openid-configuration".to_string(),
+        "api".to_string(),
+        "apis".to_string(),
+    ];
+    others.extend(groups(defs).iter().map(|group| format!("apis/{group}")));
+    for path in others {
+        docs.insert(
+            path,
+            json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.36.2"},
+                "paths": {}, "components": {}}),
+        );
     }
     docs
 }

@@ -36,67 +36,149 @@ pub enum Scope {
     StatusOnly,
 }
 
-fn collect(value: &Value, path: &mut FieldPath, out: &mut FieldSet, in_metadata: bool) {
-    match value {
-        Value::Object(map) if !map.is_empty() => {
-            for (key, child) in map {
-                path.push(format!("f:{key}"));
-                if in_metadata && path.len() == 2 && key == "ownerReferences" {
-                    for item in child.as_array().into_iter().flatten() {
-                        path.push(format!("k:{}", json!({"uid": item["uid"]})));
-                        out.insert(path.clone());
+/// Where the walk of an object is, and what it collects.
+struct Walk {
+    /// The maps and list items that hold fields, besides the fields themselves: an update owns the
+    /// maps it adds (written `.` in `fieldsV1`); an apply owns only what it sets.
+    containers: bool,
+    /// A CustomResourceDefinition's `status.conditions`, a list keyed by `type` (in a custom
+    /// resource every list is atomic).
+    keyed_conditions: bool,
+}
+
+impl Walk {
+    fn collect(&self, value: &Value, path: &mut FieldPath, out: &mut FieldSet, in_metadata: bool) {
+        match value {
+            Value::Object(map) if !map.is_empty() => {
+                if self.containers && !(path.len() == 1 && path[0] == "f:metadata") {
+                    out.insert(path.clone());
+                }
+                for (key, child) in map {
+                    path.push(format!("f:{key}"));
+                    self.collect_child(key, child, path, out, in_metadata);
+                    path.pop();
+                }
+            }
+            _ => {
+                out.insert(path.clone());
+            }
+        }
+    }
+
+    fn collect_child(
+        &self,
+        key: &str,
+        child: &Value,
+        path: &mut FieldPath,
+        out: &mut FieldSet,
+        in_metadata: bool,
+    ) {
+        let items = child.as_array().filter(|items| !items.is_empty());
+        // A CRD's conditions list is never absent from its status (no omitempty), so only
+        // its items are added.
+        let keyed = |element: fn(&Value) -> String, whole: bool, out: &mut FieldSet| {
+            let path = &mut path.clone();
+            if self.containers && !whole {
+                out.insert(path.clone());
+            }
+            for item in items.into_iter().flatten() {
+                path.push(element(item));
+                out.insert(path.clone());
+                if whole {
+                    for (field, value) in item.as_object().into_iter().flatten() {
+                        path.push(format!("f:{field}"));
+                        self.collect(value, path, out, false);
                         path.pop();
                     }
-                } else if in_metadata && path.len() == 2 && key == "finalizers" {
-                    for item in child.as_array().into_iter().flatten() {
-                        path.push(format!("v:{item}"));
-                        out.insert(path.clone());
-                        path.pop();
-                    }
-                } else {
-                    collect(child, path, out, in_metadata);
                 }
                 path.pop();
             }
+        };
+        match key {
+            "ownerReferences" if in_metadata && path.len() == 2 && items.is_some() => keyed(
+                |item| format!("k:{}", json!({"uid": item["uid"]})),
+                false,
+                out,
+            ),
+            "finalizers" if in_metadata && path.len() == 2 && items.is_some() => {
+                keyed(|item| format!("v:{item}"), false, out)
+            }
+            "conditions"
+                if self.keyed_conditions
+                    && path.len() == 2
+                    && path[0] == "f:status"
+                    && items.is_some() =>
+            {
+                keyed(
+                    |item| format!("k:{}", json!({"type": item["type"]})),
+                    true,
+                    out,
+                )
+            }
+            _ => self.collect(child, path, out, in_metadata),
         }
-        _ => {
-            out.insert(path.clone());
+    }
+
+    fn object(&self, object: &Value, scope: Scope) -> FieldSet {
+        let mut out = FieldSet::new();
+        let Some(map) = object.as_object() else {
+            return out;
+        };
+        for (key, child) in map {
+            if key == "apiVersion" || key == "kind" {
+                continue;
+            }
+            let is_status = key == "status";
+            match scope {
+                Scope::NoStatus if is_status => continue,
+                Scope::StatusOnly if !is_status => continue,
+                _ => {}
+            }
+            let mut path = vec![format!("f:{key}")];
+            if key == "metadata" {
+                let metadata: Map<String, Value> = child
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(key, _)| !SYSTEM_METADATA.contains(&key.as_str()))
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect();
+                if metadata.is_empty() {
+                    continue;
+                }
+                self.collect(&Value::Object(metadata), &mut path, &mut out, true);
+            } else {
+                self.collect(child, &mut path, &mut out, false);
+            }
         }
+        out
     }
 }
 
-/// The leaf fields an object sets, restricted to `scope`.
+fn is_crd(object: &Value) -> bool {
+    object["kind"] == "CustomResourceDefinition"
+        && object["apiVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("apiextensions.k8s.io/"))
+}
+
+/// The fields an object sets (and the list items that hold them), restricted to `scope`: what an
+/// apply owns.
 pub fn fields_of(object: &Value, scope: Scope) -> FieldSet {
-    let mut out = FieldSet::new();
-    let Some(map) = object.as_object() else {
-        return out;
-    };
-    for (key, child) in map {
-        if key == "apiVersion" || key == "kind" {
-            continue;
-        }
-        let is_status = key == "status";
-        match scope {
-            Scope::NoStatus if is_status => continue,
-            Scope::StatusOnly if !is_status => continue,
-            _ => {}
-        }
-        let mut path = vec![format!("f:{key}")];
-        if key == "metadata" {
-            for (mkey, mchild) in child.as_object().into_iter().flatten() {
-                if SYSTEM_METADATA.contains(&mkey.as_str()) {
-                    continue;
-                }
-                path.push(format!("f:{mkey}"));
-                let single = Map::from_iter([(mkey.clone(), mchild.clone())]);
-                path.pop();
-                collect(&Value::Object(single), &mut path, &mut out, true);
-            }
-        } else {
-            collect(child, &mut path, &mut out, false);
-        }
+    Walk {
+        containers: false,
+        keyed_conditions: is_crd(object),
     }
-    out
+    .object(object, scope)
+}
+
+/// [`fields_of`] and the maps that hold them: what an update may own.
+pub fn members_of(object: &Value, scope: Scope) -> FieldSet {
+    Walk {
+        containers: true,
+        keyed_conditions: is_crd(object),
+    }
+    .object(object, scope)
 }
 
 /// The value an object holds at a field path, if any.
@@ -139,13 +221,18 @@ impl Change {
     }
 }
 
-/// Fields that differ between two versions of an object.
+/// What an update from `old` to `new` changed: the fields it set to another value, the maps and
+/// list items it added (a create's `old` is the kind's empty object), and what it removed.
 pub fn changed_fields(old: &Value, new: &Value, scope: Scope) -> Change {
-    let old_fields = fields_of(old, scope);
-    let new_fields = fields_of(new, scope);
+    let old_fields = members_of(old, scope);
+    let new_fields = members_of(new, scope);
     let set: FieldSet = new_fields
         .iter()
-        .filter(|p| value_at(old, p) != value_at(new, p) || !old_fields.contains(*p))
+        .filter(|p| match value_at(old, p) {
+            None => true,
+            Some(Value::Object(_)) => false,
+            Some(before) => Some(before) != value_at(new, p) || !old_fields.contains(*p),
+        })
         .cloned()
         .collect();
     Change {
@@ -154,20 +241,24 @@ pub fn changed_fields(old: &Value, new: &Value, scope: Scope) -> Change {
     }
 }
 
-/// Renders a field set as `fieldsV1`, with the `.` marker on owned maps as the real server writes it.
+/// Renders a field set as `fieldsV1`: a member that also holds members is marked `.`.
 pub fn to_fields_v1(set: &FieldSet) -> Value {
+    fn node<'a>(root: &'a mut Map<String, Value>, path: &[String]) -> &'a mut Map<String, Value> {
+        path.iter().fold(root, |node, element| {
+            node.entry(element.clone())
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+                .expect("fieldsV1 nodes are objects")
+        })
+    }
     let mut root = Map::new();
     for path in set {
-        let mut node = &mut root;
-        for (depth, element) in path.iter().enumerate() {
-            let is_leaf = depth == path.len() - 1;
-            let entry = node.entry(element.clone()).or_insert_with(|| json!({}));
-            let child = entry.as_object_mut().expect("fieldsV1 nodes are objects");
-            let is_metadata_root = depth == 0 && element == "f:metadata";
-            if !(is_leaf || is_metadata_root || element.starts_with("k:")) {
-                child.entry(".").or_insert_with(|| json!({}));
-            }
-            node = child;
+        node(&mut root, path);
+    }
+    for path in set {
+        let member = node(&mut root, path);
+        if !member.is_empty() {
+            member.insert(".".into(), json!({}));
         }
     }
     Value::Object(root)
@@ -180,11 +271,9 @@ pub fn from_fields_v1(value: &Value) -> FieldSet {
             .as_object()
             .map(|m| m.iter().filter(|(k, _)| k.as_str() != ".").collect())
             .unwrap_or_default();
-        if children.is_empty() {
-            if !path.is_empty() {
-                out.insert(path.clone());
-            }
-            return;
+        let marked = value.get(".").is_some();
+        if (children.is_empty() || marked) && !path.is_empty() {
+            out.insert(path.clone());
         }
         for (key, child) in children {
             path.push(key.clone());
@@ -552,15 +641,24 @@ mod tests {
     fn fields_of_spec_and_labels() {
         let obj = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "a", "labels": {"tier": "a"},
             "ownerReferences": [{"uid": "u1"}], "finalizers": ["f"]}, "spec": {"replicas": 1}, "status": {"x": 1}});
-        let fields = fields_of(&obj, Scope::NoStatus);
-        let rendered = to_fields_v1(&fields);
+        let members = members_of(&obj, Scope::NoStatus);
+        let rendered = to_fields_v1(&members);
         assert_eq!(
             rendered,
             json!({"f:metadata": {"f:labels": {".": {}, "f:tier": {}}, "f:finalizers": {".": {}, "v:\"f\"": {}},
                 "f:ownerReferences": {".": {}, "k:{\"uid\":\"u1\"}": {}}},
-                "f:spec": {".": {}, "f:replicas": {}}})
+                "f:spec": {".": {}, "f:replicas": {}}}),
+            "an update owns the maps it adds, marked `.`"
         );
-        assert_eq!(from_fields_v1(&rendered), fields);
+        assert_eq!(from_fields_v1(&rendered), members);
+        let applied = to_fields_v1(&fields_of(&obj, Scope::NoStatus));
+        assert_eq!(
+            applied,
+            json!({"f:metadata": {"f:labels": {"f:tier": {}}, "f:finalizers": {"v:\"f\"": {}},
+                "f:ownerReferences": {"k:{\"uid\":\"u1\"}": {}}},
+                "f:spec": {"f:replicas": {}}}),
+            "an apply owns only what it sets"
+        );
         assert_eq!(fields_of(&obj, Scope::StatusOnly).len(), 1);
     }
 
@@ -591,7 +689,12 @@ mod tests {
             &changed_fields(&v1, &v2, Scope::Whole),
         );
         assert_eq!(entries.len(), 2);
-        assert_eq!(entries[0].fields.len(), 1, "one keeps only spec.b");
+        let kept: Vec<String> = entries[0].fields.iter().map(dotted).collect();
+        assert_eq!(
+            kept,
+            [".spec", ".spec.b"],
+            "one keeps the map it added and spec.b"
+        );
         assert_eq!(dotted(entries[1].fields.iter().next().unwrap()), ".spec.a");
         let v3 = json!({"spec": {"b": 1}});
         record_update(
@@ -603,6 +706,19 @@ mod tests {
             entries.len(),
             1,
             "removing spec.a leaves \"two\" owning nothing"
+        );
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "status": {"conditions": [{"type": "Established", "status": "True"}]}});
+        let conditions: Vec<String> = members_of(&crd, Scope::Whole).iter().map(dotted).collect();
+        assert_eq!(
+            conditions,
+            [
+                ".status",
+                ".status.conditions[{\"type\":\"Established\"}]",
+                ".status.conditions[{\"type\":\"Established\"}].status",
+                ".status.conditions[{\"type\":\"Established\"}].type"
+            ],
+            "a CRD's conditions are keyed by type"
         );
         assert_eq!(entries[0].manager, "one");
     }

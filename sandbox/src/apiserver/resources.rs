@@ -8,6 +8,18 @@ use serde_json::{Value, json};
 
 use super::status::Names;
 
+/// A custom resource's verbs, in the order the apiextensions server lists them.
+pub const CUSTOM_RESOURCE_VERBS: &[&str] = &[
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
 pub const ALL_VERBS: &[&str] = &[
     "create",
     "delete",
@@ -119,6 +131,12 @@ impl ResourceDef {
 
     pub fn has_status_subresource(&self, version: &str) -> bool {
         self.version(version).is_some_and(|v| v.status)
+    }
+
+    /// Whether a PUT without a resourceVersion is taken (the kind's strategy allows an
+    /// unconditional update): not for custom resources, nor for Leases.
+    pub fn allows_unconditional_update(&self) -> bool {
+        !self.is_custom() && self.group != "coordination.k8s.io"
     }
 
     pub fn accepts_strategic_merge(&self) -> bool {
@@ -329,7 +347,7 @@ pub fn from_crd(crd: &Value) -> Option<ResourceDef> {
         categories: strings(&names["categories"]),
         versions,
         flavor: Flavor::Custom,
-        verbs: ALL_VERBS.to_vec(),
+        verbs: CUSTOM_RESOURCE_VERBS.to_vec(),
         labels,
     })
 }

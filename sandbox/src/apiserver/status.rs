@@ -152,6 +152,23 @@ impl ApiError {
         .with_details(resource_details(names, name))
     }
 
+    /// A DELETE's precondition that does not hold: the store names the object by its Kind.
+    pub fn precondition_failed(names: &Names, name: &str, why: &str) -> Self {
+        let mut details = json!({"name": name, "kind": names.kind});
+        if !names.group.is_empty() {
+            details["group"] = json!(names.group);
+        }
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                names.qualified_kind()
+            ),
+        )
+        .with_details(details)
+    }
+
     /// 422 Invalid. `subject` is what the message names (`Widget.group` for validation
     /// errors, `widgets.group` for update preconditions — the real server uses both).
     pub fn invalid(
@@ -161,13 +178,17 @@ impl ApiError {
         name: &str,
         causes: Vec<Cause>,
     ) -> Self {
-        let summary = if causes.len() == 1 {
-            format!("{}: {}", causes[0].field, causes[0].message)
+        // As apimachinery's aggregate error: the same error twice is named once.
+        let mut parts: Vec<String> = Vec::new();
+        for cause in &causes {
+            let part = format!("{}: {}", cause.field, cause.message);
+            if !parts.contains(&part) {
+                parts.push(part);
+            }
+        }
+        let summary = if parts.len() == 1 {
+            parts.remove(0)
         } else {
-            let parts: Vec<String> = causes
-                .iter()
-                .map(|c| format!("{}: {}", c.field, c.message))
-                .collect();
             format!("[{}]", parts.join(", "))
         };
         let mut details = json!({"name": name, "kind": details_kind});

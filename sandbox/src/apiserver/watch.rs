@@ -61,12 +61,20 @@ impl WatchSpec {
         Bytes::from(line)
     }
 
+    /// An empty object of the kind carrying only the resourceVersion; a typed kind's empty
+    /// object still has its structs (a Lease's `spec`, a Namespace's `spec` and `status`).
     fn bookmark(&self, rv: u64) -> Bytes {
-        Self::line(
-            "BOOKMARK",
-            &json!({"kind": self.def.kind, "apiVersion": self.def.api_version(&self.version),
-                "metadata": {"resourceVersion": rv.to_string()}}),
-        )
+        let mut object = json!({"kind": self.def.kind, "apiVersion": self.def.api_version(&self.version),
+            "metadata": {"resourceVersion": rv.to_string()}});
+        let structs: &[&str] = match (self.def.group.as_str(), self.def.kind.as_str()) {
+            ("coordination.k8s.io", "Lease") => &["spec"],
+            ("", "Namespace") => &["spec", "status"],
+            _ => &[],
+        };
+        for field in structs {
+            object[*field] = json!({});
+        }
+        Self::line("BOOKMARK", &object)
     }
 }
 

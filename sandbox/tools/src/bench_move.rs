@@ -540,6 +540,7 @@ mod tests {
             subresource: None,
             code: 200,
             dry_run: false,
+            dry_run_query: false,
             user: "admin".into(),
             path: String::new(),
             version: "v1".into(),

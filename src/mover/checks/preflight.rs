@@ -132,7 +132,48 @@ fn source_checks(
     if !paused_classes.is_empty() {
         failures.push(Refusal::PausedClasses(paused_classes));
     }
+    failures.extend(no_room_for_annotations(plan, this_move.flags));
     failures
+}
+
+/// A real API server refuses an object whose annotations (keys and values) exceed this.
+pub const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
+
+/// Objects whose annotations leave no room for what the move adds: its mark on every copy
+/// (a move ID of 16 hex digits), and the pause annotation on a ClusterClass (in the source, and
+/// so on its copy). The server would refuse those writes halfway through the move.
+fn no_room_for_annotations(plan: &MovePlan, flags: &str) -> Vec<Refusal> {
+    let mark = crate::names::MOVED_BY_ANNOTATION.len() + 16;
+    let pause = crate::names::PAUSED_ANNOTATION.len();
+    plan.scheduled
+        .iter()
+        .map(|uid| plan.node(uid))
+        .filter_map(|node| {
+            let annotations = node.object.as_ref()?.metadata.annotations.as_ref()?;
+            let held: usize = annotations.iter().map(|(k, v)| k.len() + v.len()).sum();
+            let is_class = node.reference.kind == crate::names::CLUSTER_CLASS
+                && node.reference.group() == CORE_GROUP;
+            let added = mark + if is_class { pause } else { 0 };
+            (held + added > MAX_ANNOTATION_BYTES).then(|| {
+                Refusal::Source(format!(
+                    "{} carries {held} bytes of annotations (keys and values), and with the {added} the move adds ({}{}) it would pass the {MAX_ANNOTATION_BYTES} bytes an API server accepts: remove or shorten annotations of it in the source (list them with `kubectl get {}{} -o jsonpath='{{.metadata.annotations}}'{flags}`) and run the move again",
+                    node.reference.kind_and_place(),
+                    crate::names::MOVED_BY_ANNOTATION,
+                    if is_class {
+                        format!(", {}", crate::names::PAUSED_ANNOTATION)
+                    } else {
+                        String::new()
+                    },
+                    node.reference.kubectl_name(),
+                    if node.reference.namespace.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" -n {}", node.reference.namespace)
+                    },
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The target must serve every kind to move at the version it is stored in here.

@@ -152,6 +152,9 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let delete_options = (parts.method == Method::DELETE && !body.is_empty())
+        .then(|| serde_json::from_slice::<Value>(&body).ok())
+        .flatten();
     let mut record = RequestRecord {
         verb: parts.method.as_str().to_lowercase(),
         group: String::new(),
@@ -160,7 +163,14 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
         name: None,
         subresource: None,
         code: 0,
-        dry_run: query.dry_run(),
+        // A DELETE with options is a dry run by its body only, as a real server reads it.
+        dry_run: match &delete_options {
+            Some(options) => options["dryRun"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|x| x == "All")),
+            None => query.dry_run(),
+        },
+        dry_run_query: query.dry_run(),
         user: String::new(),
         path: path.clone(),
         version: String::new(),
@@ -170,9 +180,8 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string(),
-        precondition_uid: (parts.method == Method::DELETE)
-            .then(|| serde_json::from_slice::<Value>(&body).ok())
-            .flatten()
+        precondition_uid: delete_options
+            .as_ref()
             .and_then(|options| options["preconditions"]["uid"].as_str().map(str::to_string)),
         metadata_only: super::reads::metadata_only(&parts.headers),
         started: shared.tick(),

@@ -38,9 +38,13 @@ pub(super) fn non_resource(
     Ok(match segments {
         ["version"] => json_response(
             200,
+            // The recorded server's own answer: the sandbox stands for it.
             &json!({
-            "major": "1", "minor": "33", "gitVersion": "v1.33.0-capi-sandbox", "gitCommit": "0000000000000000000000000000000000000000",
-            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"}),
+            "major": "1", "minor": "36", "emulationMajor": "1", "emulationMinor": "36",
+            "minCompatibilityMajor": "1", "minCompatibilityMinor": "35", "gitVersion": "v1.36.2",
+            "gitCommit": "98b35193b2ac7a23a673325f5e9b830ecd5ba406", "gitTreeState": "clean",
+            "buildDate": "2026-12-07T11:12:05Z", "goVersion": "go1.27.3-X:nojsonv2", "compiler": "gc",
+            "platform": "linux/amd64"}),
             &[],
         ),
         ["healthz"] | ["readyz"] | ["livez"] => text_response(200, "ok"),
@@ -65,11 +69,15 @@ pub(super) fn non_resource(
                 .ok_or_else(ApiError::page_not_found)?,
             &[],
         ),
-        ["openapi", "v3"] => json_response(
-            200,
-            &discovery::openapi_index(&discovery::openapi_documents(&defs)),
-            &[],
-        ),
+        // A real server answers its OpenAPI index as text/plain.
+        ["openapi", "v3"] => {
+            let index = discovery::openapi_index(&discovery::openapi_documents(&defs));
+            http::Response::builder()
+                .status(200)
+                .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+                .body(body::full(serde_json::to_vec(&index).expect("JSON")))
+                .expect("valid response")
+        }
         ["openapi", "v3", rest @ ..] => {
             let docs = discovery::openapi_documents(&defs);
             json_response(

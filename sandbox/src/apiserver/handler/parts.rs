@@ -268,12 +268,21 @@ mod tests {
         let body = Bytes::from_static(
             br#"{"kind":"DeleteOptions","propagationPolicy":"Foreground","preconditions":{"uid":"u1"},"dryRun":["All"]}"#,
         );
-        let (options, dry_run) = delete_options(&body, "application/json").unwrap();
-        assert_eq!(options.propagation.as_deref(), Some("Foreground"));
-        assert_eq!(options.precondition_uid.as_deref(), Some("u1"));
-        assert!(dry_run);
-        let (none, dry_run) = delete_options(&Bytes::new(), "application/json").unwrap();
-        assert!(none.propagation.is_none() && !dry_run);
+        let no_query = Query::parse(None);
+        let dry_query = Query::parse(Some("dryRun=All"));
+        let options = delete_options(&body, "application/json").unwrap();
+        assert_eq!(options.0.propagation.as_deref(), Some("Foreground"));
+        assert_eq!(options.0.precondition_uid.as_deref(), Some("u1"));
+        assert!(options.dry_run(&no_query));
+        let none = delete_options(&Bytes::new(), "application/json").unwrap();
+        assert!(none.0.propagation.is_none() && !none.dry_run(&no_query));
+        assert!(none.dry_run(&dry_query), "without a body the query decides");
+        let real = Bytes::from_static(br#"{"kind":"DeleteOptions","preconditions":{"uid":"u1"}}"#);
+        let options = delete_options(&real, "application/json").unwrap();
+        assert!(
+            !options.dry_run(&dry_query),
+            "beside a body the query's dryRun is ignored: the delete is real"
+        );
         let broken = delete_options(&Bytes::from_static(b"[1"), "application/json").unwrap_err();
         assert_eq!((broken.code, broken.reason), (400, "BadRequest"));
     }

@@ -33,13 +33,15 @@ pub(super) fn review(
         _ => json!({}),
     };
     let sent = json!({"spec": review["spec"]});
-    let mut fields = crate::apiserver::fields::to_fields_v1(&crate::apiserver::fields::fields_of(
-        &sent,
-        crate::apiserver::fields::Scope::Whole,
-    ));
-    if let Some(spec) = fields["f:spec"].as_object_mut() {
-        spec.remove(".");
-    }
+    // The review's spec is a struct that is always there; what it holds was added.
+    let fields = crate::apiserver::fields::to_fields_v1(
+        &crate::apiserver::fields::changed_fields(
+            &json!({"spec": {}}),
+            &sent,
+            crate::apiserver::fields::Scope::Whole,
+        )
+        .set,
+    );
     review["apiVersion"] = json!(def.api_version("v1"));
     review["kind"] = json!(def.kind);
     review["metadata"] = json!({"managedFields": [{

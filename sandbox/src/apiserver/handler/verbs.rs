@@ -131,7 +131,7 @@ pub(super) fn delete(call: &Call<'_>) -> ApiResult<Reply> {
     } = call;
     let (def, version) = (&target.def, target.version.as_str());
     let options = delete_options(body, content_type)?;
-    let dry_run = query.dry_run() || options.1;
+    let dry_run = options.dry_run(query);
     let mut state = shared.state.lock();
     match ops::delete(
         &mut state,
@@ -166,7 +166,7 @@ pub(super) fn delete_collection(call: &Call<'_>) -> ApiResult<Reply> {
     let (def, version) = (&target.def, target.version.as_str());
     let (labels, fields) = selectors(def, query)?;
     let options = delete_options(body, content_type)?;
-    let dry_run = query.dry_run() || options.1;
+    let dry_run = options.dry_run(query);
     let mut state = shared.state.lock();
     let matching: Vec<Arc<Value>> = state
         .list(&def.key(), target.namespace.as_deref())

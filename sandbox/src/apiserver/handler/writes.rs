@@ -9,9 +9,20 @@ use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::Value;
 
-pub(super) fn delete_options(body: &Bytes, content_type: &str) -> ApiResult<(DeleteOptions, bool)> {
+/// A DELETE's options: its body when it has one (the query's `dryRun` is then ignored, as a
+/// real server ignores it), else its query.
+#[derive(Debug)]
+pub(super) struct Options(pub DeleteOptions, Option<bool>);
+
+impl Options {
+    pub(super) fn dry_run(&self, query: &Query) -> bool {
+        self.1.unwrap_or_else(|| query.dry_run())
+    }
+}
+
+pub(super) fn delete_options(body: &Bytes, content_type: &str) -> ApiResult<Options> {
     if body.is_empty() {
-        return Ok((DeleteOptions::default(), false));
+        return Ok(Options(DeleteOptions::default(), None));
     }
     let value: Value = if content_type.starts_with(crate::apiserver::protobuf::CONTENT_TYPE) {
         parse_body(body, content_type)?
@@ -22,7 +33,7 @@ pub(super) fn delete_options(body: &Bytes, content_type: &str) -> ApiResult<(Del
     let dry_run = value["dryRun"]
         .as_array()
         .is_some_and(|a| a.iter().any(|x| x == "All"));
-    Ok((
+    Ok(Options(
         DeleteOptions {
             propagation: value["propagationPolicy"].as_str().map(str::to_string),
             precondition_uid: value["preconditions"]["uid"].as_str().map(str::to_string),
@@ -30,7 +41,7 @@ pub(super) fn delete_options(body: &Bytes, content_type: &str) -> ApiResult<(Del
                 .as_str()
                 .map(str::to_string),
         },
-        dry_run,
+        Some(dry_run),
     ))
 }
 

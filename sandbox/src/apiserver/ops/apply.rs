@@ -2,6 +2,7 @@
 
 use super::admission::*;
 use super::context::*;
+use super::shape::uid_is_immutable;
 use super::writes::*;
 use crate::apiserver::fields::{self};
 use crate::apiserver::resources::ResourceDef;
@@ -133,6 +134,11 @@ pub fn server_side_apply(
                 && Some(rv) != live["metadata"]["resourceVersion"].as_str()
             {
                 return Err(ApiError::conflict(&def.names(), name));
+            }
+            if let Some(uid) = applied["metadata"]["uid"].as_str()
+                && Some(uid) != live["metadata"]["uid"].as_str()
+            {
+                return Err(uid_is_immutable(def, name, uid));
             }
             let mut entries = fields::read_entries(&live);
             let merged = fields::apply(&live, &applied, &mut entries, &writer, scope, force)

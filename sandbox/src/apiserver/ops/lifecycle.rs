@@ -182,11 +182,11 @@ pub fn delete(
     if let Some(uid) = &options.precondition_uid
         && uid != uid_of(&old)
     {
-        return Err(ApiError::conflict_with(
+        return Err(ApiError::precondition_failed(
             &names,
             &key.1,
             &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
                 uid_of(&old)
             ),
         ));
@@ -194,11 +194,11 @@ pub fn delete(
     if let Some(rv) = &options.precondition_rv
         && Some(rv.as_str()) != old["metadata"]["resourceVersion"].as_str()
     {
-        return Err(ApiError::conflict_with(
+        return Err(ApiError::precondition_failed(
             &names,
             &key.1,
             &format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
                 old["metadata"]["resourceVersion"]
                     .as_str()
                     .unwrap_or_default()

@@ -4,6 +4,7 @@
 mod admission;
 mod apply;
 pub mod context;
+mod lease;
 mod lifecycle;
 mod shape;
 pub mod writes;

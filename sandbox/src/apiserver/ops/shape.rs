@@ -59,8 +59,6 @@ pub(super) fn server_fields(def: &ResourceDef, object: &mut Value, name: &str, c
     match def.flavor {
         Flavor::Namespace => {
             object["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
-            object["spec"] = json!({"finalizers": ["kubernetes"]});
-            object["status"] = json!({"phase": "Active"});
         }
         Flavor::CustomResourceDefinition => {
             object["status"] = json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""},
@@ -90,6 +88,28 @@ pub(super) fn server_fields(def: &ResourceDef, object: &mut Value, name: &str, c
     object["metadata"]["creationTimestamp"] = json!(ctx.time);
     if def.has_generation() {
         object["metadata"]["generation"] = json!(1);
+    }
+}
+
+/// What the kind's create strategy sets after the field manager has recorded the request (so
+/// no manager owns it): a namespace's finalizer and phase.
+pub(super) fn prepare_for_create(def: &ResourceDef, object: &mut Value) {
+    if def.flavor == Flavor::Namespace {
+        object["spec"] = json!({"finalizers": ["kubernetes"]});
+        object["status"] = json!({"phase": "Active"});
+    }
+}
+
+/// The kind's empty object, as the field manager compares a create against it: a built-in
+/// kind's `spec` and `status` are structs that are always there (and a CRD's names with
+/// them), so a create does not own them as maps; a custom resource starts from nothing.
+pub(super) fn empty_object(def: &ResourceDef) -> Value {
+    match def.flavor {
+        _ if def.is_custom() => json!({}),
+        Flavor::CustomResourceDefinition => {
+            json!({"spec": {"names": {}}, "status": {"acceptedNames": {}}})
+        }
+        _ => json!({"spec": {}, "status": {}}),
     }
 }
 
@@ -132,20 +152,25 @@ pub(super) fn check_update(
     if let Some(uid) = meta_str(new, "uid")
         && uid != uid_of(old)
     {
-        return Err(ApiError::conflict_with(
-            &names,
-            name,
-            &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                uid_of(old)
+        return Err(match kind {
+            // A PUT's UID is a precondition of the storage layer, worded as etcd3's store does.
+            UpdateKind::Put => ApiError::conflict_with(
+                &names,
+                name,
+                &format!(
+                    "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    storage_key(def, old),
+                    uid_of(old)
+                ),
             ),
-        ));
+            UpdateKind::Patch => uid_is_immutable(def, name, uid),
+        });
     }
     match meta_str(new, "resourceVersion") {
         Some(rv) if Some(rv) != old["metadata"]["resourceVersion"].as_str() => {
             return Err(ApiError::conflict(&names, name));
         }
-        None if kind == UpdateKind::Put && def.is_custom() => {
+        None if kind == UpdateKind::Put && !def.allows_unconditional_update() => {
             return Err(ApiError::invalid(
                 &names.qualified_resource(),
                 &def.plural,
@@ -162,6 +187,28 @@ pub(super) fn check_update(
     }
 
     Ok(())
+}
+
+/// A patch or apply that names another UID: ObjectMeta's update validation, which runs twice.
+pub(super) fn uid_is_immutable(def: &ResourceDef, name: &str, uid: &str) -> ApiError {
+    let cause = Cause::invalid("metadata.uid", &format!("\"{uid}\""), "field is immutable");
+    ApiError::invalid_kind(&def.names(), name, vec![cause.clone(), cause])
+}
+
+/// Where etcd keeps the object: `/registry/[group/]plural/[namespace/]name`.
+fn storage_key(def: &ResourceDef, object: &Value) -> String {
+    let mut key = String::from("/registry/");
+    if def.is_custom() {
+        key.push_str(&format!("{}/", def.group));
+    }
+    key.push_str(&def.plural);
+    for part in [meta_str(object, "namespace"), meta_str(object, "name")]
+        .into_iter()
+        .flatten()
+    {
+        key.push_str(&format!("/{part}"));
+    }
+    key
 }
 
 /// The stored object as an update at `scope` leaves it: the status alone, everything but the

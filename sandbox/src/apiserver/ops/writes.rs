@@ -7,11 +7,12 @@ use serde_json::{Value, json};
 
 use crate::apiserver::fields::{self, Scope, Writer};
 use crate::apiserver::resources::{Flavor, ResourceDef};
-use crate::apiserver::status::{ApiError, ApiResult};
+use crate::apiserver::status::{ApiError, ApiResult, Cause};
 use crate::apiserver::store::{ObjKey, State};
 
 use super::admission::*;
 use super::context::*;
+use super::lease;
 use super::lifecycle::*;
 use super::shape::*;
 
@@ -31,6 +32,9 @@ pub fn create(
         ));
     }
     check_kind(def, version, &object)?;
+    if lease::is_lease(def) {
+        lease::decode(&mut object)?;
+    }
     if object.get("metadata").is_none_or(|m| !m.is_object()) {
         object["metadata"] = json!({});
     }
@@ -39,7 +43,7 @@ pub fn create(
     if def.namespaced {
         admit_namespace(state, def, namespace.unwrap_or_default(), &name)?;
     }
-    let causes = validate_metadata(def, &object, &name);
+    let causes = validate(def, &object, &name, false);
     if !causes.is_empty() {
         return Err(ApiError::invalid_kind(&def.names(), &name, causes));
     }
@@ -54,19 +58,21 @@ pub fn create(
     }
     server_fields(def, &mut object, &name, ctx);
     let mut entries = Vec::new();
+    let empty = empty_object(def);
     fields::record_update(
         &mut entries,
         &ctx.writer(None),
-        &fields::Change::all(fields::fields_of(&object, scope)),
+        &fields::changed_fields(&empty, &object, scope),
     );
     if keep_status && scope == Scope::NoStatus {
         fields::record_update(
             &mut entries,
             &ctx.writer(Some("status")),
-            &fields::Change::all(fields::fields_of(&object, Scope::StatusOnly)),
+            &fields::changed_fields(&empty, &object, Scope::StatusOnly),
         );
     }
     fields::write_entries(&mut object, &entries);
+    prepare_for_create(def, &mut object);
     check_stored_size(&object)?;
 
     let key = (
@@ -87,6 +93,30 @@ pub fn create(
         establish_crd(state, &key, &ctx.time);
     }
     Ok(stored)
+}
+
+/// At most this many bytes of annotations, keys and values together.
+const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
+
+/// What validation refuses of an object about to be stored: its metadata (annotations over
+/// their limit are named once by a create, four times by an update: the real server validates
+/// the metadata of an update that often), and a Lease's spec.
+fn validate(def: &ResourceDef, object: &Value, name: &str, updating: bool) -> Vec<Cause> {
+    let mut causes = validate_metadata(def, object, name);
+    let annotations: usize = object["metadata"]["annotations"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| key.len() + value.as_str().map_or(0, str::len))
+        .sum();
+    if annotations > MAX_ANNOTATION_BYTES {
+        let cause = Cause::too_long("metadata.annotations", MAX_ANNOTATION_BYTES);
+        causes.extend(std::iter::repeat_n(cause, if updating { 4 } else { 1 }));
+    }
+    if lease::is_lease(def) {
+        causes.extend(lease::invalid(object));
+    }
+    causes
 }
 
 /// What the apiextensions controller does right after a CRD is written: accept its names,
@@ -148,6 +178,40 @@ pub(super) fn establish_crd(state: &mut State, key: &ObjKey, time: &str) {
     state.put(&crd_key, crd);
 }
 
+/// The managedFields an update leaves: those the body set, none (an empty list, or one empty
+/// entry, strips them and records nothing of this write, as a real server does), or the
+/// stored ones with this write recorded.
+fn record_fields(
+    old: &Value,
+    result: &mut Value,
+    explicit: Option<Value>,
+    scope: Scope,
+    subresource: Option<&str>,
+    ctx: &WriteCtx,
+) {
+    match explicit {
+        // A real server strips them for an empty list, or one holding one empty entry, and
+        // records nothing of this write.
+        Some(mf) if mf == json!([{}]) || mf == json!([]) => {
+            result["metadata"]
+                .as_object_mut()
+                .map(|m| m.remove("managedFields"));
+        }
+        Some(mf) if mf.as_array().is_some_and(|a| !a.is_empty()) => {
+            result["metadata"]["managedFields"] = mf
+        }
+        _ => {
+            let mut entries = fields::read_entries(old);
+            fields::record_update(
+                &mut entries,
+                &ctx.writer(subresource.filter(|s| *s == "status")),
+                &fields::changed_fields(old, result, scope),
+            );
+            fields::write_entries(result, &entries);
+        }
+    }
+}
+
 /// PUT or PATCH result `new` replacing `old` (at the request's subresource).
 pub fn update(
     state: &mut State,
@@ -168,6 +232,9 @@ pub fn update(
         .to_string();
     let names = def.names();
     check_update(def, version, old, &mut new, kind)?;
+    if lease::is_lease(def) {
+        lease::decode(&mut new)?;
+    }
 
     let scope = scope_for(def, version, subresource);
     let explicit_managed_fields = new["metadata"]
@@ -204,7 +271,7 @@ pub fn update(
     if scope != Scope::StatusOnly {
         prepare(def, &mut result, &name)?;
     }
-    let causes = validate_metadata(def, &result, &name);
+    let causes = validate(def, &result, &name, true);
     if !causes.is_empty() {
         return Err(ApiError::invalid_kind(&names, &name, causes));
     }
@@ -213,26 +280,14 @@ pub fn update(
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
         result["metadata"]["generation"] = json!(generation + 1);
     }
-    match explicit_managed_fields {
-        // A real server's documented way to strip them: a list holding one empty entry.
-        Some(mf) if mf == json!([{}]) => {
-            result["metadata"]
-                .as_object_mut()
-                .map(|m| m.remove("managedFields"));
-        }
-        Some(mf) if mf.as_array().is_some_and(|a| !a.is_empty()) => {
-            result["metadata"]["managedFields"] = mf
-        }
-        _ => {
-            let mut entries = fields::read_entries(old);
-            fields::record_update(
-                &mut entries,
-                &ctx.writer(subresource.filter(|s| *s == "status")),
-                &fields::changed_fields(old, &result, scope),
-            );
-            fields::write_entries(&mut result, &entries);
-        }
-    }
+    record_fields(
+        old,
+        &mut result,
+        explicit_managed_fields,
+        scope,
+        subresource,
+        ctx,
+    );
     check_stored_size(&result)?;
 
     let finalized = result["metadata"].get("deletionTimestamp").is_some()
@@ -355,13 +410,33 @@ mod tests {
         };
         let mut other = (*old).clone();
         other["metadata"]["uid"] = json!("someone-else");
+        let immutable = update(
+            &mut state,
+            at,
+            &old,
+            other.clone(),
+            UpdateKind::Patch,
+            &ctx(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            (immutable.code, immutable.message.as_str()),
+            (
+                422,
+                "Lease.coordination.k8s.io \"l1\" is invalid: metadata.uid: Invalid value: \"someone-else\": field is immutable"
+            ),
+            "a patch naming another UID"
+        );
         let precondition =
-            update(&mut state, at, &old, other, UpdateKind::Patch, &ctx()).unwrap_err();
+            update(&mut state, at, &old, other, UpdateKind::Put, &ctx()).unwrap_err();
         assert_eq!(precondition.code, 409);
         assert!(
-            precondition
-                .message
-                .contains("Precondition failed: UID in precondition")
+            precondition.message.ends_with(&format!(
+                "Key: /registry/leases/ns/l1, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: someone-else, UID in object meta: {}",
+                old["metadata"]["uid"].as_str().unwrap()
+            )),
+            "a PUT naming another UID: {}",
+            precondition.message
         );
     }
 
