@@ -66,10 +66,13 @@ async fn managed(
     cloud: &Cloud,
     kubeconfigs: std::collections::BTreeMap<String, String>,
 ) -> anyhow::Result<Managed> {
+    // A workload cluster's API server serves HTTPS: a kubeconfig Secret naming an http://
+    // server is refused (its token would cross the network in clear text).
+    let tls = options.tls || options.self_hosted.is_some();
     let server = ApiServer::new(ServerOptions {
         seed: options.seed,
-        tls: options.tls,
-        client_certificates: options.tls,
+        tls,
+        client_certificates: tls,
         ..ServerOptions::default()
     });
     crds::install_with_inventory(&server, options.dialect)?;

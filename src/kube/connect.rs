@@ -174,7 +174,7 @@ fn check_server_url(
     end: End,
 ) -> Result<()> {
     if config.cluster_url.scheme().is_none() || config.cluster_url.host().is_none() {
-        let server = config.cluster_url.to_string();
+        let server = super::url::without_userinfo(&config.cluster_url.to_string());
         return Err(Error::Kubeconfig {
             problem: format!(
                 "{files}: cluster \"{}\" has server \"{server}\", which is not a URL (it needs a scheme and a host); write it as \"https://{}\" (http:// for a server without TLS)",
@@ -223,17 +223,15 @@ fn apply_connection_flags(
 /// `~/.kube/config`) and builds a client with the connection flags applied.
 pub async fn connect(connection: &Connection) -> Result<Cluster> {
     let end = connection.end;
-    let (kubeconfig, files) = match &connection.inline {
-        Some(inline) => (inline.kubeconfig.clone(), inline.origin.clone()),
-        None => read_kubeconfig_files(connection.kubeconfig.as_deref(), end)?,
-    };
+    let (kubeconfig, files, raw) = kubeconfig_of(connection)?;
     let unknown_context = |context: String| Error::UnknownContext {
         context,
         flag: end.context_flag,
         files: files.clone(),
         list_flags: kubeconfig_flags(connection),
     };
-    refuse_what_runs_or_reads(connection, &kubeconfig, &files)?;
+    refuse_what_runs_or_reads(connection, &kubeconfig, raw.as_deref(), &files)?;
+    refuse_tokens_no_header_carries(&kubeconfig, &files, end)?;
     let no_contexts = kubeconfig.contexts.is_empty();
     if let Some(context) = &connection.context
         && !kubeconfig.contexts.iter().any(|c| &c.name == context)
@@ -293,11 +291,7 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
     check_server_url(&config, &files, cluster_name.as_deref(), end)?;
 
     let request_timeout = apply_connection_flags(&mut config, connection);
-    let url = config
-        .cluster_url
-        .to_string()
-        .trim_end_matches('/')
-        .to_string();
+    let url = super::url::without_userinfo(config.cluster_url.to_string().trim_end_matches('/'));
     let default_namespace = config.default_namespace.clone();
     let proxy_url = config.proxy_url.clone();
     let identity = connection
@@ -341,12 +335,87 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
     })
 }
 
+/// The connection's kubeconfig, how messages name it, and its text when a cluster held it
+/// (for the allowlist).
+fn kubeconfig_of(connection: &Connection) -> Result<(Kubeconfig, String, Option<String>)> {
+    Ok(match &connection.inline {
+        Some(inline) => (
+            inline.kubeconfig.clone(),
+            inline.origin.clone(),
+            Some(String::from_utf8_lossy(&inline.raw).into_owned()),
+        ),
+        None if connection.kubeconfig_from_secret => {
+            if connection.insecure_skip_tls_verify {
+                return Err(Error::Usage(
+                    "--insecure-skip-tls-verify does not apply to a kubeconfig read from a cluster's Secret (--kubeconfig-from-secret): its certificate-authority-data is what proves the server; drop the flag".into(),
+                ));
+            }
+            let (kubeconfig, files, raw) = read_from_a_secret(connection)?;
+            (kubeconfig, files, Some(raw))
+        }
+        None => {
+            let (kubeconfig, files) =
+                read_kubeconfig_files(connection.kubeconfig.as_deref(), connection.end)?;
+            (kubeconfig, files, None)
+        }
+    })
+}
+
+/// `--kubeconfig-from-secret`'s kubeconfig, read once (it is often `<(kubectl get secret …)`, a
+/// pipe): parsed, and as text for the allowlist.
+fn read_from_a_secret(connection: &Connection) -> Result<(Kubeconfig, String, String)> {
+    let end = connection.end;
+    let paths = kubeconfig_paths(connection.kubeconfig.as_deref(), end)?;
+    let [path] = paths.as_slice() else {
+        return Err(Error::Usage(
+            "--kubeconfig-from-secret reads one kubeconfig: pass the Secret's with --kubeconfig"
+                .into(),
+        ));
+    };
+    let raw = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::KubeconfigMissing {
+            path: path.clone(),
+            flag: end.kubeconfig_flag,
+        },
+        _ => Error::Kubeconfig {
+            problem: format!("{}: {e}", path.display()),
+            flag: end.kubeconfig_flag,
+        },
+    })?;
+    let kubeconfig = Kubeconfig::from_yaml(&raw).map_err(kubeconfig_error(path, end))?;
+    Ok((
+        kubeconfig,
+        format!("the kubeconfig {}", path.display()),
+        raw,
+    ))
+}
+
+/// A token with a line break or a control character would make the HTTP client panic when it
+/// builds the header: said here instead, naming the user (never the token).
+fn refuse_tokens_no_header_carries(kubeconfig: &Kubeconfig, files: &str, end: End) -> Result<()> {
+    use secrecy::ExposeSecret;
+    for named in &kubeconfig.auth_infos {
+        let token = named.auth_info.as_ref().and_then(|a| a.token.as_ref());
+        if token.is_some_and(|t| !super::inline_only::is_header_text(t.expose_secret())) {
+            return Err(Error::Kubeconfig {
+                problem: format!(
+                    "{files}: the token of user \"{}\" holds a line break or control character, which no HTTP header can carry; write it on one line",
+                    named.name
+                ),
+                flag: end.kubeconfig_flag,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// ` (server https://…)`: the servers a kubeconfig names, for a message that has no URL yet.
 fn servers_named(kubeconfig: &Kubeconfig) -> String {
-    let servers: Vec<&str> = kubeconfig
+    let servers: Vec<String> = kubeconfig
         .clusters
         .iter()
         .filter_map(|c| c.cluster.as_ref()?.server.as_deref())
+        .map(super::url::without_userinfo)
         .collect();
     match servers.as_slice() {
         [] => " (it names no server)".into(),
@@ -391,6 +460,7 @@ fn unusable_from_a_cluster(
 fn refuse_what_runs_or_reads(
     connection: &Connection,
     kubeconfig: &Kubeconfig,
+    raw: Option<&str>,
     files: &str,
 ) -> Result<()> {
     let (origin, allowed_proxy) = match &connection.inline {
@@ -398,7 +468,17 @@ fn refuse_what_runs_or_reads(
         None if connection.kubeconfig_from_secret => (files, None),
         None => return Ok(()),
     };
-    let found = super::inline_only::forbidden_fields(kubeconfig, allowed_proxy);
+    let mut found = super::inline_only::forbidden_fields(kubeconfig, allowed_proxy);
+    let explained = |field: &String| {
+        super::inline_only::EXPLAINED
+            .iter()
+            .any(|key| field.ends_with(&format!(": {key:?}")))
+    };
+    found.extend(
+        super::inline_only::unlisted_fields(raw.unwrap_or_default())
+            .into_iter()
+            .filter(|field| !explained(field)),
+    );
     if found.is_empty() {
         return Ok(());
     }

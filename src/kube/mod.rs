@@ -9,6 +9,7 @@ pub mod inline_only;
 pub mod lease;
 pub mod retry;
 pub mod stop;
+pub mod url;
 
 pub use catalog::{Catalog, KindInfo};
 pub use connect::{Cluster, connect, read_kubeconfig};

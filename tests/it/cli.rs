@@ -780,3 +780,47 @@ async fn a_lease_duration_a_real_server_refuses_is_a_usage_error_before_any_requ
     }
     assert!(sandbox.server.requests().is_empty(), "no request was sent");
 }
+
+/// A kubeconfig's own oddities never crash the plugin or leak a secret: a token with a line
+/// break (it panicked the HTTP layer) is a one-line error naming the user; a password in a
+/// server URL is never repeated, whatever fails.
+#[tokio::test]
+async fn a_token_with_a_line_break_or_a_password_in_a_url_is_named_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, server: &str, token: &str| {
+        let path = dir.path().join(name);
+        let text = serde_json::json!({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": server}}],
+            "users": [{"name": "u", "user": {"token": token}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]});
+        std::fs::write(&path, text.to_string()).unwrap();
+        path
+    };
+    let newline = write("newline", "https://127.0.0.1:1", "abc\nTOKEN-canary");
+    let out = run_plugin(Some(&newline), &["ready", "-A"]).await;
+    assert_one_line_error(
+        &out,
+        "the token of user \"u\" holds a line break or control character",
+    );
+    assert!(!out.stderr.contains("TOKEN-canary"), "{}", out.stderr);
+    let password = write("password", "https://admin:PASSWORD-canary@127.0.0.1:1", "t");
+    for args in [
+        &["ready", "-A"][..],
+        &["version"],
+        &["pause", "w1", "-v", "8"],
+    ] {
+        let out = run_plugin(Some(&password), args).await;
+        assert_ne!(out.code, 101, "{}", out.stderr);
+        assert_ne!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("127.0.0.1:1"),
+            "{args:?}: {}",
+            out.stderr
+        );
+        for text in [&out.stderr, &out.stdout] {
+            assert!(!text.contains("PASSWORD"), "{args:?}: {text}");
+            assert!(!text.contains("admin:"), "{args:?}: {text}");
+        }
+    }
+}

@@ -172,7 +172,7 @@ async fn a_workload_cluster_that_cannot_be_reached_is_refused_before_any_write()
     );
     assert!(!out.stderr.contains("SECRET-TEXT"), "{}", out.stderr);
 
-    let dead = "apiVersion: v1\nkind: Config\ncurrent-context: w1\nclusters:\n- name: w1\n  cluster: {server: 'http://127.0.0.1:1'}\nusers:\n- name: w1\n  user: {}\ncontexts:\n- name: w1\n  context: {cluster: w1, user: w1}\n";
+    let dead = "apiVersion: v1\nkind: Config\ncurrent-context: w1\nclusters:\n- name: w1\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n- name: w1\n  user: {}\ncontexts:\n- name: w1\n  context: {cluster: w1, user: w1}\n";
     set_value(dead).await;
     let out = pair
         .plugin(&[
@@ -452,6 +452,115 @@ async fn a_secret_kubeconfig_that_would_run_or_read_anything_is_refused_before_a
             "{field}: the target was reached"
         );
     }
+    // An allowlist, not a denylist: fields it does not list, a server on http:// (the token
+    // would cross in clear text) or with a password in its URL, a token no header can carry
+    // (it panicked the HTTP layer) are refused alike, never by their values.
+    let server = clean["clusters"][0]["cluster"]["server"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let plain = server.replacen("https://", "http://", 1);
+    let with_password = server.replacen("https://", "https://admin:PASSWORD-canary@", 1);
+    let unlisted: Vec<(&str, &str, serde_json::Value, &str)> = vec![
+        ("users", "as-uid", json!("uid-canary"), "\"as-uid\""),
+        (
+            "users",
+            "as-user-extra",
+            json!({"k": ["extra-canary"]}),
+            "\"as-user-extra\"",
+        ),
+        (
+            "users",
+            "extensions",
+            json!([{"name": "ext-canary", "extension": {}}]),
+            "\"extensions\"",
+        ),
+        (
+            "users",
+            "unknown-key",
+            json!("key-canary"),
+            "\"unknown-key\"",
+        ),
+        (
+            "users",
+            "token",
+            json!("token\ncanary"),
+            "token holds a line break",
+        ),
+        (
+            "clusters",
+            "server",
+            json!(plain),
+            "is not https:// (its token",
+        ),
+        (
+            "clusters",
+            "server",
+            json!(with_password),
+            "server carries a user or password",
+        ),
+    ];
+    for (list, field, value, named) in unlisted {
+        let mut kubeconfig = clean.clone();
+        let inner = if list == "users" { "user" } else { "cluster" };
+        for entry in kubeconfig[list].as_array_mut().unwrap() {
+            entry[inner][field] = value.clone();
+        }
+        capi_sandbox::api::merge_patch(
+            &source.client(),
+            "v1",
+            "Secret",
+            "default",
+            "w1-kubeconfig",
+            &json!({"stringData": {"value": kubeconfig.to_string()}}),
+        )
+        .await
+        .unwrap();
+        let out = pair.plugin(&["ready", "w1", "--to-cluster", "w1"]).await;
+        assert_eq!(out.code, 1, "{named}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("Secret default/w1-kubeconfig") && out.stderr.contains(named),
+            "{named}: {}",
+            out.stderr
+        );
+        assert!(
+            !out.stderr.contains("canary"),
+            "never the value: {}",
+            out.stderr
+        );
+        assert_eq!(
+            plugin_requests_to_target(),
+            0,
+            "{named}: the target was reached"
+        );
+    }
+    capi_sandbox::api::merge_patch(
+        &source.client(),
+        "v1",
+        "Secret",
+        "default",
+        "w1-kubeconfig",
+        &json!({"stringData": {"value": clean.to_string()}}),
+    )
+    .await
+    .unwrap();
+    // --insecure-skip-tls-verify never applies to a kubeconfig read from a Secret.
+    let file = canaries.join("clean-from-secret.kubeconfig");
+    std::fs::write(&file, clean.to_string()).unwrap();
+    let insecure: crate::common::Output = crate::common::plugin_command(
+        Some(&file),
+        &[
+            "ready",
+            "-A",
+            "--kubeconfig-from-secret",
+            "--insecure-skip-tls-verify",
+        ],
+    )
+    .output()
+    .await
+    .unwrap()
+    .into();
+    crate::cli::assert_one_line_error(&insecure, "--insecure-skip-tls-verify does not apply");
     // The same holds for a pasted hint that reads the Secret into --kubeconfig: the flag the
     // hints carry makes it data too.
     let mut kubeconfig = clean.clone();
@@ -572,10 +681,6 @@ async fn errors_about_a_secrets_kubeconfig_name_the_end_the_secret_and_the_serve
     for (value, server) in [
         (kubeconfig(dead, true), "https://127.0.0.1:1"),
         (kubeconfig(dead, false), "https://127.0.0.1:1"),
-        (
-            kubeconfig("- name: w1\n  cluster: {server: 'ftp://x'}\n", true),
-            "ftp://x",
-        ),
         (kubeconfig(" []\n", true), "it names no server"),
         ("contexts: [not, a kubeconfig".to_string(), "does not parse"),
     ] {
@@ -607,6 +712,29 @@ async fn errors_about_a_secrets_kubeconfig_name_the_end_the_secret_and_the_serve
                 );
             }
         }
+    }
+    // A server that is not https:// is refused by the allowlist, named (never with a password).
+    capi_sandbox::api::merge_patch(
+        &source,
+        "v1",
+        "Secret",
+        "default",
+        "w1-kubeconfig",
+        &json!({"stringData": {"value": kubeconfig("- name: w1\n  cluster: {server: 'ftp://u:PASSWORD@x'}\n", true)}}),
+    )
+    .await
+    .unwrap();
+    for verb in ["move", "ready"] {
+        let out = pair.plugin(&[verb, "w1", "--to-cluster", "w1"]).await;
+        assert_eq!(out.code, 1, "{verb}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("Secret default/w1-kubeconfig of the source")
+                && out.stderr.contains("server \"ftp://x\" is not https://"),
+            "{verb}: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("PASSWORD"), "{}", out.stderr);
     }
     assert_eq!(plugin_writes(&pair), 0);
 }
