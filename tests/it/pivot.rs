@@ -329,6 +329,34 @@ async fn a_workload_cluster_still_provisioning_is_refused() {
     assert_eq!(plugin_writes(&pair), 0);
 }
 
+/// Stores `value` as the kubeconfig in Secret default/w1-kubeconfig of `source`.
+async fn store_kubeconfig(source: &capi_sandbox::ApiServer, value: &str) {
+    capi_sandbox::api::merge_patch(
+        &source.client(),
+        "v1",
+        "Secret",
+        "default",
+        "w1-kubeconfig",
+        &json!({"stringData": {"value": value}}),
+    )
+    .await
+    .unwrap();
+}
+
+/// Stores `clean` with `field` of every cluster or user (`list`) set to `value`.
+async fn store_with(
+    source: &capi_sandbox::ApiServer,
+    clean: &serde_json::Value,
+    (list, field, value): (&str, &str, &serde_json::Value),
+) {
+    let mut kubeconfig = clean.clone();
+    let inner = if list == "users" { "user" } else { "cluster" };
+    for entry in kubeconfig[list].as_array_mut().unwrap() {
+        entry[inner][field] = value.clone();
+    }
+    store_kubeconfig(source, &kubeconfig.to_string()).await;
+}
+
 /// A kubeconfig a cluster stores is data, never a command: a `NAME-kubeconfig` Secret whose
 /// kubeconfig would run a program, open a local file, or send the credentials elsewhere is
 /// refused before any connection, one line per field naming the Secret and the field (never its
@@ -406,21 +434,7 @@ async fn a_secret_kubeconfig_that_would_run_or_read_anything_is_refused_before_a
             .count()
     };
     for (list, field, value) in cases {
-        let mut kubeconfig = clean.clone();
-        let inner = if list == "users" { "user" } else { "cluster" };
-        for entry in kubeconfig[list].as_array_mut().unwrap() {
-            entry[inner][field] = value.clone();
-        }
-        capi_sandbox::api::merge_patch(
-            &source.client(),
-            "v1",
-            "Secret",
-            "default",
-            "w1-kubeconfig",
-            &json!({"stringData": {"value": kubeconfig.to_string()}}),
-        )
-        .await
-        .unwrap();
+        store_with(&source, &clean, (list, field, &value)).await;
         for args in [
             vec!["move", "w1", "--to-cluster", "w1"],
             vec!["ready", "w1", "--to-cluster", "w1"],
@@ -501,21 +515,7 @@ async fn a_secret_kubeconfig_that_would_run_or_read_anything_is_refused_before_a
         ),
     ];
     for (list, field, value, named) in unlisted {
-        let mut kubeconfig = clean.clone();
-        let inner = if list == "users" { "user" } else { "cluster" };
-        for entry in kubeconfig[list].as_array_mut().unwrap() {
-            entry[inner][field] = value.clone();
-        }
-        capi_sandbox::api::merge_patch(
-            &source.client(),
-            "v1",
-            "Secret",
-            "default",
-            "w1-kubeconfig",
-            &json!({"stringData": {"value": kubeconfig.to_string()}}),
-        )
-        .await
-        .unwrap();
+        store_with(&source, &clean, (list, field, &value)).await;
         let out = pair.plugin(&["ready", "w1", "--to-cluster", "w1"]).await;
         assert_eq!(out.code, 1, "{named}: {}", out.stderr);
         assert!(
@@ -534,16 +534,7 @@ async fn a_secret_kubeconfig_that_would_run_or_read_anything_is_refused_before_a
             "{named}: the target was reached"
         );
     }
-    capi_sandbox::api::merge_patch(
-        &source.client(),
-        "v1",
-        "Secret",
-        "default",
-        "w1-kubeconfig",
-        &json!({"stringData": {"value": clean.to_string()}}),
-    )
-    .await
-    .unwrap();
+    store_kubeconfig(&source, &clean.to_string()).await;
     // --insecure-skip-tls-verify never applies to a kubeconfig read from a Secret.
     let file = canaries.join("clean-from-secret.kubeconfig");
     std::fs::write(&file, clean.to_string()).unwrap();
