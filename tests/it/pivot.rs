@@ -661,7 +661,6 @@ async fn after_a_pivot_another_cluster_moves_into_it_and_the_printed_commands_wo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_about_a_secrets_kubeconfig_name_the_end_the_secret_and_the_server() {
     let pair = self_hosted().await;
-    let source = pair.env.source.server.client();
     let kubeconfig = |cluster: &str, current: bool| {
         format!(
             "apiVersion: v1\nkind: Config\n{}clusters:\n{cluster}users:\n- name: w1\n  user: {{}}\ncontexts:\n- name: w1\n  context: {{cluster: w1, user: w1}}\n",
@@ -675,16 +674,7 @@ async fn errors_about_a_secrets_kubeconfig_name_the_end_the_secret_and_the_serve
         (kubeconfig(" []\n", true), "it names no server"),
         ("contexts: [not, a kubeconfig".to_string(), "does not parse"),
     ] {
-        capi_sandbox::api::merge_patch(
-            &source,
-            "v1",
-            "Secret",
-            "default",
-            "w1-kubeconfig",
-            &json!({"stringData": {"value": value}}),
-        )
-        .await
-        .unwrap();
+        store_kubeconfig(&pair.env.source.server, &value).await;
         for verb in ["move", "ready"] {
             let out = pair
                 .plugin(&[verb, "w1", "--to-cluster", "w1", "--request-timeout", "2s"])
@@ -705,16 +695,8 @@ async fn errors_about_a_secrets_kubeconfig_name_the_end_the_secret_and_the_serve
         }
     }
     // A server that is not https:// is refused by the allowlist, named (never with a password).
-    capi_sandbox::api::merge_patch(
-        &source,
-        "v1",
-        "Secret",
-        "default",
-        "w1-kubeconfig",
-        &json!({"stringData": {"value": kubeconfig("- name: w1\n  cluster: {server: 'ftp://u:PASSWORD@x'}\n", true)}}),
-    )
-    .await
-    .unwrap();
+    let ftp = "- name: w1\n  cluster: {server: 'ftp://u:PASSWORD@x'}\n";
+    store_kubeconfig(&pair.env.source.server, &kubeconfig(ftp, true)).await;
     for verb in ["move", "ready"] {
         let out = pair.plugin(&[verb, "w1", "--to-cluster", "w1"]).await;
         assert_eq!(out.code, 1, "{verb}: {}", out.stderr);
