@@ -154,6 +154,16 @@ impl WriteGate {
         }
     }
 
+    /// `Err(why)` once this process held the lease and cannot prove it any more: what it writes
+    /// locally for the move (its journal) is written only while its writes may go out.
+    pub fn held(&self) -> Result<(), String> {
+        let state = self.0.lock().expect("not poisoned").clone();
+        match state {
+            State::Held(guard) => guard.check(),
+            State::Unguarded | State::NotHeld => Ok(()),
+        }
+    }
+
     /// Whether a request may be sent now.
     pub fn admit(&self, method: &http::Method, uri: &http::Uri) -> Result<(), String> {
         if !is_write(method, uri) {

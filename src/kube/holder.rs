@@ -64,17 +64,36 @@ impl Holder {
         {
             return None;
         }
-        match machine::start_time(self.pid) {
-            None => Some(format!("process {} has ended", self.pid)),
-            Some(now) if now != started => Some(format!(
-                "process {} has ended (its PID now belongs to another process)",
-                self.pid
-            )),
-            Some(_) if machine::is_zombie(self.pid) => {
-                Some(format!("process {} has ended", self.pid))
-            }
-            Some(_) => None,
-        }
+        let now = machine::start_time(self.pid);
+        let exists = match now {
+            Some(_) => Some(true),
+            None => machine::exists(self.pid),
+        };
+        verdict(self.pid, started, now, exists, || {
+            machine::is_zombie(self.pid)
+        })
+    }
+}
+
+/// Whether process `pid`, started at `started` (clock ticks since boot), has ended: `now` is
+/// its start time as `/proc` shows it (`None`: not shown), `exists` the kernel's answer to
+/// `kill(pid, 0)`. `/proc` may hide another user's processes (`hidepid=2` on shared hosts):
+/// only the kernel's answer that no such process exists says it ended.
+fn verdict(
+    pid: u32,
+    started: u64,
+    now: Option<u64>,
+    exists: Option<bool>,
+    zombie: impl Fn() -> bool,
+) -> Option<String> {
+    match now {
+        None if exists == Some(false) => Some(format!("process {pid} has ended")),
+        None => None,
+        Some(now) if now != started => Some(format!(
+            "process {pid} has ended (its PID now belongs to another process)"
+        )),
+        Some(_) if zombie() => Some(format!("process {pid} has ended")),
+        Some(_) => None,
     }
 }
 
@@ -100,6 +119,30 @@ mod machine {
     /// Field 22, `starttime` (the third field is the first after the name).
     pub fn start_time(pid: u32) -> Option<u64> {
         stat_fields(pid)?.get(19)?.parse().ok()
+    }
+
+    /// Whether a process of this PID exists, as `kill(pid, 0)` tells: ESRCH is no; success or
+    /// EPERM (another user's) is yes; `None` where it cannot be asked.
+    pub fn exists(pid: u32) -> Option<bool> {
+        #[cfg(unix)]
+        {
+            let pid = libc::pid_t::try_from(pid).ok()?;
+            // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+            let answer = unsafe { libc::kill(pid, 0) };
+            if answer == 0 {
+                return Some(true);
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::ESRCH) => Some(false),
+                Some(libc::EPERM) => Some(true),
+                _ => None,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = pid;
+            None
+        }
     }
 
     /// Ended but not yet reaped by its parent.
@@ -158,5 +201,29 @@ mod tests {
             None,
             "an older holder: wait"
         );
+        assert_eq!(machine::exists(1), Some(true), "PID 1 always exists");
+        assert_eq!(machine::exists(pid), Some(false), "the reaped child");
+    }
+
+    #[test]
+    fn a_process_proc_does_not_show_is_gone_only_when_the_kernel_says_so() {
+        let zombie = || false;
+        // hidepid=2: another user's live process is not in /proc, but it exists (EPERM).
+        assert_eq!(verdict(7, 100, None, Some(true), zombie), None);
+        // Cannot tell at all: wait.
+        assert_eq!(verdict(7, 100, None, None, zombie), None);
+        assert!(
+            verdict(7, 100, None, Some(false), zombie).is_some(),
+            "ESRCH"
+        );
+        assert!(
+            verdict(7, 100, Some(200), Some(true), zombie).is_some(),
+            "a reused PID"
+        );
+        assert!(
+            verdict(7, 100, Some(100), Some(true), || true).is_some(),
+            "a zombie"
+        );
+        assert_eq!(verdict(7, 100, Some(100), Some(true), zombie), None);
     }
 }

@@ -18,9 +18,11 @@ use crate::mover::journal::{self, Entry, Journal, JournalFile, Stage, entry_reso
 use crate::mover::progress::Progress;
 use crate::mover::write::delete::{Deleted, delete_entries};
 use crate::mover::write::execute::Summary;
+use crate::mover::write::mark::same_content;
 use crate::mover::write::pause::{PausedWhere, patch_paused, paused_entries};
 use crate::ready::evaluate::UnfinishedMove;
 use crate::snapshot::Snapshot;
+use kube::api::DynamicObject;
 
 /// What the records of a move say.
 #[derive(Debug)]
@@ -250,6 +252,7 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
     let started = Instant::now();
     let mut skipped = Vec::new();
     if journal.journal.stage == Stage::Deleting {
+        refuse_unproven_entries((source, target), &journal.journal, Undoing::Resume).await?;
         skipped = delete_entries(
             source,
             &mut journal,
@@ -334,7 +337,8 @@ pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
         progress,
         stop,
     } = replay;
-    claim_unanswered_creates(target, &mut journal, concurrency).await?;
+    claim_unanswered_creates((source, target), &mut journal, concurrency).await?;
+    refuse_unproven_entries((source, target), &journal.journal, Undoing::Rollback).await?;
     let removed = delete_entries(
         target,
         &mut journal,
@@ -364,10 +368,11 @@ pub async fn rollback_from_journal(replay: Replay<'_>) -> Result<Deleted> {
 
 /// A create whose answer was lost (the move was killed while it was in flight) left no target UID
 /// in the journal. The journal says which creates may have been sent; an object of that name in
-/// the target is this move's copy only if it carries this move's mark — one without it appeared
-/// by other hands and is never touched. Its UID is recorded, so what follows deletes exactly it.
+/// the target is this move's copy only if it carries this move's mark on the content of its
+/// original in the source — one without them appeared by other hands (a mark alone can be
+/// copied) and is never touched. Its UID is recorded, so what follows deletes exactly it.
 pub(super) async fn claim_unanswered_creates(
-    target: &Cluster,
+    (source, target): (&Cluster, &Cluster),
     journal: &mut JournalFile,
     concurrency: usize,
 ) -> Result<()> {
@@ -386,6 +391,17 @@ pub(super) async fn claim_unanswered_creates(
         let copy = object_by_name(target, entry, "target").await?.filter(|o| {
             crate::model::annotation(o, crate::names::MOVED_BY_ANNOTATION) == Some(mark.as_str())
         });
+        let copy = match copy {
+            Some(copy) => {
+                let original = object_by_name(source, entry, "source")
+                    .await?
+                    .filter(|o| o.metadata.uid.as_deref() == Some(entry.uid.as_str()));
+                original
+                    .is_some_and(|original| is_copy_of(&original, &copy))
+                    .then_some(copy)
+            }
+            None => None,
+        };
         Ok::<_, Error>((entry.uid.clone(), copy.and_then(|o| o.metadata.uid)))
     }))
     .buffer_unordered(concurrency.max(1))
@@ -399,6 +415,112 @@ pub(super) async fn claim_unanswered_creates(
     }
     journal.save().await
 }
+/// Whether `copy` carries the content of `original` (see [`same_content`]).
+fn is_copy_of(original: &DynamicObject, copy: &DynamicObject) -> bool {
+    match (serde_json::to_value(original), serde_json::to_value(copy)) {
+        (Ok(original), Ok(copy)) => same_content(&original, &copy),
+        _ => false,
+    }
+}
+
+/// What a recovery is about to delete: copies from the target, or originals from the source.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Undoing {
+    /// `--rollback`: the copies this move created.
+    Rollback,
+    /// `--resume` past creating: the originals whose copies are in the target.
+    Resume,
+}
+
+/// A journal read from a cluster can be written by anyone who can write ConfigMaps in its
+/// namespace: before a recovery deletes by it, every entry it would delete by must pair an
+/// original in the source with a copy in the target that carries its content, each with the
+/// UID the entry records. An entry that does not — a forged one naming an unrelated object, or
+/// one whose objects changed since — refuses the whole recovery before any delete, named.
+pub(super) async fn refuse_unproven_entries(
+    (source, target): (&Cluster, &Cluster),
+    journal: &Journal,
+    undoing: Undoing,
+) -> Result<()> {
+    let acting: Vec<&Entry> = journal
+        .entries
+        .iter()
+        .filter(|e| match undoing {
+            Undoing::Rollback => {
+                e.created && !e.preexisting && !e.removed && e.target_uid.is_some()
+            }
+            Undoing::Resume => !e.kept_in_source && !e.deleted && e.target_uid.is_some(),
+        })
+        .collect();
+    let originals = objects_of(source, &acting, "source").await?;
+    let copies = objects_of(target, &acting, "target").await?;
+    let unproven: Vec<String> = acting
+        .iter()
+        .filter(|entry| {
+            let original = originals
+                .get(&(entry_key(entry)))
+                .filter(|o| o.metadata.uid.as_deref() == Some(entry.uid.as_str()));
+            let copy = copies
+                .get(&(entry_key(entry)))
+                .filter(|o| o.metadata.uid == entry.target_uid);
+            match (original, copy) {
+                (Some(original), Some(copy)) => !is_copy_of(original, copy),
+                // Gone on either side: nothing of it is deleted (a delete names its UID).
+                _ => false,
+            }
+        })
+        .map(|entry| {
+            format!(
+                "the journal pairs {} (UID {}) in the source with UID {} in the target, but that object does not carry the original's content: it is not a copy this move made, so nothing was deleted — a journal entry this move did not write (anyone who can write ConfigMaps of namespace {} in the source can), or objects changed since; check who changed it before you continue",
+                entry.object.kind_and_place(),
+                entry.uid,
+                entry.target_uid.as_deref().unwrap_or_default(),
+                journal.namespace.as_deref().unwrap_or("default"),
+            )
+        })
+        .collect();
+    if unproven.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Refused(unproven))
+    }
+}
+
+/// `(resource, namespace, name)` of an entry.
+fn entry_key(entry: &Entry) -> (String, String, String) {
+    (
+        entry.resource.clone(),
+        entry.namespace().to_string(),
+        entry.object.name.clone(),
+    )
+}
+
+/// The objects `entries` name in `cluster`, by [`entry_key`]: one LIST per kind and namespace.
+async fn objects_of(
+    cluster: &Cluster,
+    entries: &[&Entry],
+    which: &str,
+) -> Result<BTreeMap<(String, String, String), DynamicObject>> {
+    let mut places: BTreeMap<(String, String), &Entry> = BTreeMap::new();
+    for entry in entries {
+        places
+            .entry((entry.resource.clone(), entry.namespace().to_string()))
+            .or_insert(entry);
+    }
+    let mut found = BTreeMap::new();
+    for ((resource, namespace), entry) in places {
+        let listed = api(cluster, &entry_resource(entry), &namespace)
+            .list(&kube::api::ListParams::default())
+            .await
+            .map_err(|e| cluster.api_error(e, &format!("listing {resource} in the {which}")))?;
+        for object in listed.items {
+            let name = object.metadata.name.clone().unwrap_or_default();
+            found.insert((resource.clone(), namespace.clone(), name), object);
+        }
+    }
+    Ok(found)
+}
+
 /// The kubectl-capi moves that paused Clusters of the snapshot and did not finish, from their
 /// journal copies (in the Clusters' namespaces and `default`), with the commands that finish
 /// and undo them — repeating the user's connection flags, so that they work when pasted.

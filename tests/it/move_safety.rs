@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 use serde_json::json;
 
 use crate::move_world::{
-    CORE, Fixture, INFRA, KillPoint, MOVE_NS1, World, end_state, kill_at, plugin_deletes,
+    CORE, Fixture, INFRA, KillPoint, MOVE_NS1, World, end_state, kill_at, local_journal,
+    plugin_deletes,
 };
 
 /// The plugin's requests to `server` that tried to write (dry runs included; access reviews,
@@ -98,18 +99,6 @@ async fn one_cluster_as_source_and_target_is_refused_before_any_write() {
     assert!(out.stderr.contains("preflight passed"), "{}", out.stderr);
     assert_eq!(end_state(&w.target), target_before);
     assert!(w.target.object("", "namespaces", "", "ns1").is_none());
-}
-
-/// The one move journal in the world's state directory.
-fn local_journal(w: &World) -> serde_json::Value {
-    let dir = w.state_dir().join("kubectl-capi/moves");
-    let files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    assert_eq!(files.len(), 1, "{files:?}");
-    serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap()
 }
 
 /// Whether the source still holds an object with this UID.
@@ -828,4 +817,109 @@ async fn a_record_the_target_refused_is_named_with_a_verify_that_works_when_past
     let verified = w.paste(verify).await;
     assert_ne!(verified.code, 2, "{verify}: {}", verified.stderr);
     assert!(verified.stdout.contains("foo"), "{}", verified.stdout);
+}
+
+/// A journal's copy in the source can be written by anyone who can write ConfigMaps there. One
+/// entry added to it after a kill — a decoy Secret's UID in the source, an unrelated Secret's
+/// UID in the target — once made a rollback from a machine without the local journal delete
+/// that target Secret. The entry is found out (the two objects do not carry the same content),
+/// named, and the rollback deletes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_journal_entry_never_directs_a_delete() {
+    use kubectl_capi::mover::journal::{Entry, copy};
+    let w = World::start(&Fixture::workload(&["w1", "w2"])).await;
+    let victim = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "victim-secret", "namespace": "ns1"},
+        "stringData": {"password": "the victim's"}});
+    w.target
+        .load(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "ns1"}}))
+        .ok();
+    let victim_uid = capi_sandbox::api::create(&w.target.client(), &victim)
+        .await
+        .unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(kill_at(&w, &MOVE_NS1, KillPoint::JournalWrites(4)).await);
+    crate::common::expire_lease(&w.source).await;
+    let mut decoy = victim.clone();
+    decoy["stringData"]["password"] = json!("the intruder's");
+    let decoy_uid = capi_sandbox::api::create(&w.source.client(), &decoy)
+        .await
+        .unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The intruder's entry, in the copy the journal keeps in the source.
+    let source = kubectl_capi::kube::Cluster::from_client(w.source.client(), "source");
+    let key = copy::keys(&source, "ns1")
+        .await
+        .unwrap()
+        .pop_first()
+        .unwrap();
+    let mut journal = copy::load(&source, "ns1", &key).await.unwrap().unwrap();
+    let forged = Entry {
+        object: kubectl_capi::model::ObjectRef {
+            api_version: "v1".into(),
+            kind: "Secret".into(),
+            namespace: "ns1".into(),
+            name: "victim-secret".into(),
+        },
+        resource: "secrets".into(),
+        namespaced: true,
+        uid: decoy_uid.clone(),
+        group: 0,
+        kept_in_source: false,
+        target_uid: Some(victim_uid.clone()),
+        created: true,
+        preexisting: false,
+        deleted: false,
+        sent: true,
+        removed: false,
+        reused: false,
+        owners: Vec::new(),
+    };
+    let at = journal
+        .entries
+        .partition_point(|e| e.uid.as_str() < decoy_uid.as_str());
+    journal.entries.insert(at, forged);
+    let slices = copy::shards(journal.to_json_pieces());
+    copy::save(
+        &source,
+        "ns1",
+        &key,
+        &slices,
+        (None, &tokio::sync::Semaphore::new(4)),
+    )
+    .await
+    .unwrap();
+
+    let target_before = end_state(&w.target);
+    let out = w
+        .command(&[&MOVE_NS1[..], &["--rollback"]].concat())
+        .env("XDG_STATE_HOME", w.dir.path().join("elsewhere"))
+        .output()
+        .await
+        .unwrap();
+    let out: crate::common::Output = out.into();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "the journal pairs Secret ns1/victim-secret (UID {decoy_uid}) in the source with UID {victim_uid} in the target, but that object does not carry the original's content"
+        )),
+        "{}",
+        out.stderr
+    );
+    let mut target_after = end_state(&w.target);
+    target_after.retain(|key, _| !key.starts_with("Lease "));
+    let mut target_before = target_before;
+    target_before.retain(|key, _| !key.starts_with("Lease "));
+    assert_eq!(target_after, target_before, "nothing deleted in the target");
+    assert!(
+        w.target
+            .object("", "secrets", "ns1", "victim-secret")
+            .is_some()
+    );
 }

@@ -572,3 +572,15 @@ pub fn most_in_flight(writes: &[capi_sandbox::RequestRecord]) -> usize {
         .max()
         .unwrap_or(0)
 }
+
+/// The one move journal in the world's state directory.
+pub fn local_journal(w: &World) -> serde_json::Value {
+    let dir = w.state_dir().join("kubectl-capi/moves");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap()
+}

@@ -611,11 +611,34 @@ async fn a_holder_that_loses_its_lease_stops_writing_and_can_be_resumed() {
 /// 1; the foreign object is never touched, and a rollback removes only the move's own copies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_same_name_object_that_appears_in_the_target_is_never_taken_for_the_moves_copy() {
+    a_same_name_object_appears_in_the_target(false).await;
+}
+
+/// The same with the move's mark forged on it: the mark is readable by anyone who can read the
+/// journal's copy or a copy in flight, so it proves nothing without the content the move sent.
+/// It once adopted the forgery, removed its mark and deleted the real CA from the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_same_name_object_with_a_forged_mark_is_never_taken_for_the_moves_copy() {
+    a_same_name_object_appears_in_the_target(true).await;
+}
+
+async fn a_same_name_object_appears_in_the_target(forge_the_mark: bool) {
     let fixture = Fixture::workload(&["w1", "w2"]);
     let w = World::start(&fixture).await;
     slow(&w.target, "create", Duration::from_millis(150));
     let mut mover = start_move(&w, &[]);
     until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
+    // The mark, as a reader of the target sees it on a copy in flight.
+    let mark = w
+        .target
+        .dump()
+        .into_iter()
+        .find_map(|o| {
+            o["metadata"]["annotations"]["kubectl-capi.dev/moved-by"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .expect("a copy in flight carries the mark");
     // The Secrets of ns1 the move has not created yet: the first that can still be created
     // in the target by someone else is.
     let secrets: Vec<String> = w
@@ -627,9 +650,13 @@ async fn a_same_name_object_that_appears_in_the_target_is_never_taken_for_the_mo
         .collect();
     let mut foreign = None;
     for name in secrets.iter().rev() {
-        let body = serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+        let mut body = serde_json::json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": name, "namespace": "ns1"},
             "stringData": {"tls.crt": "FOREIGN"}});
+        if forge_the_mark {
+            body["metadata"]["annotations"] =
+                serde_json::json!({"kubectl-capi.dev/moved-by": mark});
+        }
         let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
             kube::Api::namespaced(w.target.client(), "ns1");
         let body: k8s_openapi::api::core::v1::Secret = serde_json::from_value(body).unwrap();
@@ -643,8 +670,7 @@ async fn a_same_name_object_that_appears_in_the_target_is_never_taken_for_the_mo
         }
     }
     let foreign = foreign.expect("a Secret the move had not created yet");
-    let foreign_uid =
-        w.target.object("", "secrets", "ns1", &foreign).unwrap()["metadata"]["uid"].clone();
+    let foreign_before = w.target.object("", "secrets", "ns1", &foreign).unwrap();
     w.target.clear_faults();
     let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
     assert_eq!(out.code, 1, "{}", out.stderr);
@@ -667,15 +693,17 @@ async fn a_same_name_object_that_appears_in_the_target_is_never_taken_for_the_mo
         );
     }
     let still = w.target.object("", "secrets", "ns1", &foreign).unwrap();
-    assert_eq!(still["metadata"]["uid"], foreign_uid, "never touched");
-    assert!(still["metadata"]["annotations"]["kubectl-capi.dev/moved-by"].is_null());
+    assert_eq!(
+        still["metadata"], foreign_before["metadata"],
+        "never touched (its mark, forged or not, stays)"
+    );
 
     // Undone: the move's own copies go, the foreign Secret stays.
     let out = w.plugin(&[&MOVE_NS1[..], &["--rollback"]].concat()).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let still = w.target.object("", "secrets", "ns1", &foreign).unwrap();
     assert_eq!(
-        still["metadata"]["uid"], foreign_uid,
+        still["metadata"], foreign_before["metadata"],
         "a rollback leaves it too"
     );
     assert!(
@@ -690,6 +718,25 @@ async fn a_same_name_object_that_appears_in_the_target_is_never_taken_for_the_mo
 /// the lease, not blaming the other end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_stopped_past_its_lease_writes_nothing_once_it_runs_again() {
+    stopped_past_its_lease(false).await;
+}
+
+/// The same, rolled back from this machine: the stopped holder, run again, leaves the local
+/// journal the rollback wrote as it is (it once put back "creating", and every later move of
+/// those Clusters from here was refused until the file was deleted by hand).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_stopped_past_its_lease_leaves_the_local_journal_to_its_successor() {
+    let w = stopped_past_its_lease(true).await;
+    let journal = crate::move_world::local_journal(&w);
+    assert_eq!(journal["stage"], "rolledBack", "{journal}");
+    let again = w.plugin(&MOVE_NS1).await;
+    assert_eq!(again.code, 0, "a later move goes on: {}", again.stderr);
+}
+
+/// A move stopped (SIGSTOP) while it creates, rolled back meanwhile — from another machine, or
+/// from this one (`from_here`) — then run again (SIGCONT): it writes nothing and says it lost the
+/// lease.
+async fn stopped_past_its_lease(from_here: bool) -> World {
     let fixture = Fixture::workload(&["w1", "w2"]);
     let w = World::start(&fixture).await;
     grant_intruder(&w);
@@ -708,7 +755,11 @@ async fn a_holder_stopped_past_its_lease_writes_nothing_once_it_runs_again() {
     w.target.clear_faults();
     // Another machine rolls the move back: it watches the stopped holder's leases go unrenewed
     // for their duration, takes them over, and undoes the move.
-    let out = intrude(&w, &[&MOVE_NS1[..], &["--rollback"]].concat()).await;
+    let rollback = [&MOVE_NS1[..], &["--rollback"]].concat();
+    let out = match from_here {
+        true => w.plugin(&rollback).await,
+        false => intrude(&w, &rollback).await,
+    };
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -748,6 +799,7 @@ async fn a_holder_stopped_past_its_lease_writes_nothing_once_it_runs_again() {
         0,
         "no phantom journal of an interrupted move"
     );
+    w
 }
 
 /// Two moves from two management clusters into one target, the same Cluster names, started

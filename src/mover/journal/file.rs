@@ -32,6 +32,11 @@ pub struct JournalCopy {
 }
 
 impl JournalFile {
+    /// The write gate of the cluster that holds the journal's copy: the move's lease there.
+    fn gate(&self) -> Option<crate::kube::gate::WriteGate> {
+        self.copy.as_ref().map(|copy| copy.cluster.gate.clone())
+    }
+
     pub async fn save(&mut self) -> Result<()> {
         let slots = self.copy.as_ref().map_or(1, |c| c.concurrency);
         self.save_within(slots).await
@@ -49,7 +54,7 @@ impl JournalFile {
             // A finished move leaves a short record (so a rerun can say it finished) and no
             // copy in the cluster.
             let record = self.journal.finished_record().to_json();
-            save_off_the_runtime(vec![record].into(), &self.path).await?;
+            save_off_the_runtime(vec![record].into(), &self.path, self.gate()).await?;
             if let Some(copy) = &mut self.copy {
                 crate::mover::journal::copy::remove(&copy.cluster, &copy.namespace, &copy.key)
                     .await?;
@@ -64,7 +69,7 @@ impl JournalFile {
         // the copy.
         let slices: std::sync::Arc<[String]> =
             crate::mover::journal::copy::shards(self.journal.to_json_pieces()).into();
-        save_off_the_runtime(slices.clone(), &self.path).await?;
+        save_off_the_runtime(slices.clone(), &self.path, self.gate()).await?;
         if let Some(copy) = &mut self.copy {
             copy.written = Some(
                 crate::mover::journal::copy::save(

@@ -53,6 +53,16 @@ pub fn save_text(text: &str, path: &Path) -> Result<()> {
 
 /// [`save_text`] of the text `parts` join into.
 pub fn save_parts(parts: &[impl AsRef<str>], path: &Path) -> Result<()> {
+    save_parts_if(parts, path, || Ok(()))
+}
+
+/// [`save_parts`], replacing the file only if `still_allowed` says so once the new text is
+/// written beside it (the last moment before the rename that makes it the journal).
+fn save_parts_if(
+    parts: &[impl AsRef<str>],
+    path: &Path,
+    still_allowed: impl Fn() -> Result<()>,
+) -> Result<()> {
     let fail = |e: std::io::Error| {
         Error::Usage(format!(
             "cannot write the move journal {}: {e}; pass a writable --journal PATH",
@@ -70,17 +80,30 @@ pub fn save_parts(parts: &[impl AsRef<str>], path: &Path) -> Result<()> {
         }
         file.sync_all().map_err(fail)?;
     }
+    if let Err(refused) = still_allowed() {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(refused);
+    }
     std::fs::rename(&temporary, path).map_err(fail)
 }
 
 /// [`save_text`] on the blocking pool: the write and its fsync must not hold up the runtime,
 /// which meanwhile renews the lease, serves watches and takes in the answers of writes in flight.
+/// `gate`: the source's write gate — a process that lost the move's lease (stopped past it,
+/// and overtaken by another command) writes its journal no more than it writes to a cluster, so
+/// it never puts back a stage its successor moved past.
 pub(super) async fn save_off_the_runtime(
     parts: std::sync::Arc<[String]>,
     path: &Path,
+    gate: Option<crate::kube::gate::WriteGate>,
 ) -> Result<()> {
     let path = path.to_path_buf();
-    tokio::task::spawn_blocking(move || save_parts(&parts, &path))
+    let still_held = move || match &gate {
+        Some(gate) => gate.held().map_err(Error::LeaseLost),
+        None => Ok(()),
+    };
+    still_held()?;
+    tokio::task::spawn_blocking(move || save_parts_if(&parts, &path, still_held))
         .await
         .map_err(|e| Error::Usage(format!("saving the move journal failed: {e}")))?
 }

@@ -216,7 +216,7 @@ pub(in crate::mover) async fn create_one(
                     marked: false,
                 }),
                 WhenExisting::Refuse => Err(Error::Refused(vec![already_exists(reference)])),
-                WhenExisting::Adopt => match proof.proves(&existing) {
+                WhenExisting::Adopt => match proof.proves(&existing, &body) {
                     (true, marked) => Ok(Outcome {
                         uid,
                         made: true,
