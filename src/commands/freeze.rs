@@ -280,7 +280,10 @@ pub async fn run_on(
                 settings.connection.as_flags()
             );
             Some(lease::Leases::one(
-                lease::take(cluster, &command, &Stop::default()).await?,
+                lease::take(cluster, &command, &Stop::default(), &|line: &str| {
+                    printer.warn(line)
+                })
+                .await?,
             ))
         }
         _ => None,

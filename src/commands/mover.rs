@@ -28,7 +28,9 @@ use crate::verify::{MovedCluster, VerificationReport, Verified};
 pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
     let mut request = MoveRequest::resolve(args, settings)?;
     let ends = Ends::open(&mut request).await?;
-    let leases = ends.take_leases(&request).await?;
+    let leases = ends
+        .take_leases(&request, &|line: &str| printer.warn(line))
+        .await?;
     let stop = leases
         .as_ref()
         .map(|held| held.stop().clone())

@@ -35,6 +35,8 @@ pub struct Cluster {
     pub gate: super::gate::WriteGate,
     /// Where its kubeconfig came from when a cluster held it (a Secret), for messages.
     pub via: Option<std::sync::Arc<str>>,
+    /// The user's flags that reach it (` --context x`), repeated in the commands hints suggest.
+    pub flags: String,
 }
 
 impl Cluster {
@@ -52,6 +54,7 @@ impl Cluster {
             proxy_url: None,
             gate: RetrySettings::default().gate,
             via: None,
+            flags: String::new(),
         }
     }
 
@@ -332,6 +335,10 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         proxy_url,
         gate,
         via,
+        // For kubectl: `--kubeconfig-from-secret` is this tool's own flag.
+        flags: connection
+            .as_flags()
+            .replace(" --kubeconfig-from-secret", ""),
     })
 }
 

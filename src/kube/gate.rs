@@ -1,38 +1,56 @@
 //! The write gate: every write a client sends passes it just before it goes out (below the
 //! retry layer, so a retry is checked too). A cluster reached through a kubeconfig lets writes
 //! through only while this process can prove it holds the cluster's lease — its last renewal
-//! was sent less than the renew deadline ago, on a clock that counts suspended time — so a
+//! was sent less than the renew deadline ago, on a clock that counts suspended time and never
+//! jumps ([`Stamp`]) — so a
 //! holder that was stopped, slept or lost its lease sends nothing more. Reads, dry runs, access
 //! reviews and the lease's own requests pass.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use super::stop::Stop;
 
-/// A moment, on two clocks: the monotonic one (never goes back, but on some systems stops while
-/// the machine sleeps) and the wall clock (counts sleep, but may jump). Elapsed time is the
-/// larger of the two, so neither a sleep nor a clock step back makes a lease look younger.
+/// A moment on a clock that never jumps and counts the time the machine was suspended or the
+/// process stopped: `CLOCK_BOOTTIME` where the platform has it (Linux), else the monotonic
+/// clock. A step of the wall clock (NTP, a VM resumed) changes nothing: neither a holder's
+/// deadline nor a taker's "unchanged for a whole duration" is counted on it.
 #[derive(Debug, Clone, Copy)]
 pub struct Stamp {
-    monotonic: Instant,
-    wall: SystemTime,
+    since_boot: Duration,
 }
 
 impl Stamp {
     pub fn now() -> Stamp {
         Stamp {
-            monotonic: Instant::now(),
-            wall: SystemTime::now(),
+            since_boot: since_boot(),
         }
     }
 
     pub fn elapsed(&self) -> Duration {
-        let wall = SystemTime::now()
-            .duration_since(self.wall)
-            .unwrap_or_default();
-        self.monotonic.elapsed().max(wall)
+        since_boot().saturating_sub(self.since_boot)
     }
+}
+
+/// Time since boot, suspended time included, where the platform tells it; else time on the
+/// monotonic clock since this process first asked.
+fn since_boot() -> Duration {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is a valid timespec to write into.
+        if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) } == 0 {
+            return Duration::new(
+                u64::try_from(now.tv_sec).unwrap_or_default(),
+                u32::try_from(now.tv_nsec).unwrap_or_default(),
+            );
+        }
+    }
+    static FIRST: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    FIRST.get_or_init(Instant::now).elapsed()
 }
 
 /// Proof of holding one cluster's lease: when its last successful renewal was sent.
@@ -85,6 +103,13 @@ impl Guard {
             .expect("not poisoned")
             .get_or_insert(why.clone());
         self.stop.lose(why);
+    }
+
+    /// How long writes may still go out: what is left of the renew deadline (`Err` as
+    /// [`check`](Self::check)).
+    pub fn remaining(&self) -> Result<Duration, String> {
+        self.check()?;
+        Ok(self.deadline.saturating_sub(self.age()))
     }
 
     /// `Err(why)` once the lease cannot be proved held: lost, or the deadline passed since the
@@ -164,15 +189,21 @@ impl WriteGate {
         }
     }
 
-    /// Whether a request may be sent now.
-    pub fn admit(&self, method: &http::Method, uri: &http::Uri) -> Result<(), String> {
+    /// Whether a request may be sent now, and for a guarded write how long its attempt may
+    /// last: no longer than what is left of the renew deadline, so that no write admitted before
+    /// the deadline lands after it (a taker waits a whole duration, more than the deadline).
+    pub fn admit(
+        &self,
+        method: &http::Method,
+        uri: &http::Uri,
+    ) -> Result<Option<Duration>, String> {
         if !is_write(method, uri) {
-            return Ok(());
+            return Ok(None);
         }
         let state = self.0.lock().expect("not poisoned").clone();
         match state {
-            State::Unguarded => Ok(()),
-            State::Held(guard) => guard.check(),
+            State::Unguarded => Ok(None),
+            State::Held(guard) => guard.remaining().map(Some),
             State::NotHeld => Err(format!(
                 "{method} {} was not sent: this command holds no lease of that cluster (a bug in kubectl-capi; please report it)",
                 uri.path()
@@ -253,8 +284,7 @@ mod tests {
     fn a_guard_past_its_deadline_is_lost_for_good_and_stops_the_writes() {
         let stop = Stop::default();
         let long_ago = Stamp {
-            monotonic: Instant::now() - Duration::from_secs(50),
-            wall: SystemTime::now() - Duration::from_secs(50),
+            since_boot: since_boot().saturating_sub(Duration::from_secs(50)),
         };
         let guard = Guard::new("https://a", long_ago, Duration::from_secs(40), &stop);
         let gate = WriteGate::guarded();
@@ -275,12 +305,26 @@ mod tests {
     }
 
     #[test]
-    fn elapsed_time_counts_the_larger_clock() {
-        let slept = Stamp {
-            // The monotonic clock stopped while the machine slept; the wall clock did not.
-            monotonic: Instant::now(),
-            wall: SystemTime::now() - Duration::from_secs(120),
+    fn elapsed_time_is_on_a_clock_that_never_jumps() {
+        let earlier = Stamp {
+            since_boot: since_boot().saturating_sub(Duration::from_secs(120)),
         };
-        assert!(slept.elapsed() >= Duration::from_secs(120));
+        assert!(earlier.elapsed() >= Duration::from_secs(120));
+        // Nothing of it reads the wall clock: its steps (NTP, a VM resumed) cannot move it.
+        let source = include_str!("gate.rs");
+        let wall = ["System", "Time::"].concat();
+        assert!(!source.contains(&wall), "the wall clock is not read");
+        #[cfg(target_os = "linux")]
+        {
+            // CLOCK_BOOTTIME: never behind the monotonic clock (it adds suspended time).
+            let boot = since_boot();
+            let mut monotonic = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: a valid timespec to write into.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut monotonic) };
+            assert!(boot.as_secs() >= u64::try_from(monotonic.tv_sec).unwrap());
+        }
     }
 }

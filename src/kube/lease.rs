@@ -30,6 +30,10 @@ use super::{connect::Cluster, stop::Stop};
 use crate::error::{Error, Result};
 use crate::names::{LEASE_HOLDER_ANNOTATION, LEASE_NAME, LEASE_NAMESPACE};
 
+/// Where a command says what it waits for while it watches a Lease another holds (the
+/// printer's warning line): a wait is never silent.
+pub type Tell<'a> = &'a dyn Fn(&str);
+
 /// How long a Lease stays unchanged, as a command watches it, before it may be taken over.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 
@@ -180,7 +184,7 @@ enum Judged {
 
 /// Judges `found` the only ways that need no other host's clock: released, its holder's process
 /// gone from this machine, else watched until it changes or a whole duration passes.
-async fn judge(cluster: &Cluster, found: Lease) -> Result<Judged> {
+async fn judge(cluster: &Cluster, found: Lease, tell: Tell<'_>) -> Result<Judged> {
     if identity_of(&found).is_none() {
         return Ok(Judged::Free(Some(found)));
     }
@@ -190,12 +194,14 @@ async fn judge(cluster: &Cluster, found: Lease) -> Result<Judged> {
         Holder::describe,
     );
     if let Some(gone) = holder.as_ref().and_then(Holder::gone_from_this_machine) {
+        wait_out_last_writes(&found, &who, tell).await;
         return Ok(Judged::Abandoned(
             found,
             format!("{who} held it, but {gone} on this machine"),
         ));
     }
     let duration = duration_of(&found);
+    tell(&waiting_for(cluster, &found, &who, duration));
     match watch_unchanged(cluster, &found, duration).await? {
         Watched::Changed(None) => Ok(Judged::Free(None)),
         Watched::Changed(Some(now)) if identity_of(&now).is_none() => Ok(Judged::Free(Some(*now))),
@@ -208,6 +214,52 @@ async fn judge(cluster: &Cluster, found: Lease) -> Result<Judged> {
             ),
         )),
     }
+}
+
+/// A holder that ended on this machine may have sent writes just before: each could last until
+/// its renew deadline (an attempt waits no longer, and tells the server so), counted from its
+/// last renewal. This machine's own clock wrote that renewal's time, so it is waited out here —
+/// at most one renew deadline — before the lease is taken over.
+async fn wait_out_last_writes(found: &Lease, who: &str, tell: Tell<'_>) {
+    let Some(renewed) = found.spec.as_ref().and_then(|s| s.renew_time.as_ref()) else {
+        return;
+    };
+    let deadline = renew_deadline(duration_of(found));
+    let since = jiff::Timestamp::now().duration_since(renewed.0);
+    let Ok(since) = Duration::try_from(since) else {
+        return;
+    };
+    let left = deadline.saturating_sub(since);
+    if left.is_zero() {
+        return;
+    }
+    tell(&format!(
+        "the lease {LEASE_NAMESPACE}/{LEASE_NAME} was held by {who}, which ended on this machine; waiting {}s, until the last writes it may have sent are done, before taking it over",
+        left.as_secs_f64().ceil()
+    ));
+    tokio::time::sleep(left).await;
+}
+
+/// What a command says as it starts watching `found`: who holds it, when it was last renewed,
+/// until when it waits, and how to see the Lease (with the user's own flags).
+fn waiting_for(cluster: &Cluster, found: &Lease, who: &str, duration: Duration) -> String {
+    let renewed = found
+        .spec
+        .as_ref()
+        .and_then(|s| s.renew_time.as_ref())
+        .map_or_else(|| "never".to_string(), |t| t.0.to_string());
+    let until = jiff::Timestamp::now()
+        .checked_add(jiff::SignedDuration::try_from(duration).unwrap_or_default())
+        .map_or_else(
+            |_| "later".to_string(),
+            |t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        );
+    format!(
+        "the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} is held by {who} (renewed {renewed}, for {}s); waiting until {until} to see whether it is renewed: a holder this machine cannot see is gone only once its lease stays unrenewed that long (see it with `kubectl get lease {LEASE_NAME} -n {LEASE_NAMESPACE} -o yaml{}`)",
+        cluster.url,
+        duration.as_secs(),
+        cluster.flags
+    )
 }
 
 /// Reads `found` again every little while until its record changes or `duration` has passed
@@ -231,13 +283,20 @@ async fn watch_unchanged(cluster: &Cluster, found: &Lease, duration: Duration) -
 
 /// Reads the Lease without taking it: `Err(Refused)` when a live holder has it. For commands
 /// that only check (a server-side dry run).
-pub async fn ensure_free(cluster: &Cluster) -> Result<()> {
+pub async fn ensure_free(cluster: &Cluster, tell: Tell<'_>) -> Result<()> {
     let Some(found) = read(cluster).await? else {
         return Ok(());
     };
-    match judge(cluster, found).await? {
+    match judge(cluster, found, tell).await? {
         Judged::Live(lease) => Err(refused_by(cluster, &lease)),
-        Judged::Free(_) | Judged::Abandoned(..) => Ok(()),
+        Judged::Abandoned(_, why) => {
+            tell(&format!(
+                "the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {}: {why}; a move would take it over",
+                cluster.url
+            ));
+            Ok(())
+        }
+        Judged::Free(_) => Ok(()),
     }
 }
 
@@ -303,7 +362,7 @@ impl Claim {
 
 /// Takes the Lease of `cluster` for `command`, before this command's first write there; `stop`
 /// hears of its loss. A live holder refuses it (`Err(Refused)`, naming the holder).
-pub async fn take(cluster: &Cluster, command: &str, stop: &Stop) -> Result<Held> {
+pub async fn take(cluster: &Cluster, command: &str, stop: &Stop, tell: Tell<'_>) -> Result<Held> {
     let duration = duration();
     let claim = Claim::new(command, duration);
     let api = leases(cluster);
@@ -322,7 +381,7 @@ pub async fn take(cluster: &Cluster, command: &str, stop: &Stop) -> Result<Held>
             // A create retried after its answer was lost.
             return Ok(hold(cluster, found, (sent, duration), stop, None));
         }
-        let (found, note) = match judge(cluster, found).await? {
+        let (found, note) = match judge(cluster, found, tell).await? {
             Judged::Live(lease) => {
                 return Err(refused_by(cluster, &lease));
             }
@@ -535,7 +594,11 @@ pub struct Leases {
 impl Leases {
     /// Takes the lease of each of `clusters` (with their `kube-system` UIDs) for `command`, in
     /// UID order; a refusal gives back those already taken.
-    pub async fn take(clusters: &[(&Cluster, &str)], command: &str) -> Result<Leases> {
+    pub async fn take(
+        clusters: &[(&Cluster, &str)],
+        command: &str,
+        tell: Tell<'_>,
+    ) -> Result<Leases> {
         let stop = Stop::default();
         let mut ordered: Vec<&(&Cluster, &str)> = clusters.iter().collect();
         ordered.sort_by_key(|(_, uid)| *uid);
@@ -544,7 +607,7 @@ impl Leases {
             stop: stop.clone(),
         };
         for (cluster, _) in ordered {
-            match take(cluster, command, &stop).await {
+            match take(cluster, command, &stop, tell).await {
                 Ok(held) => leases.held.push(held),
                 Err(e) => {
                     leases.release().await;

@@ -163,6 +163,35 @@ pub fn transient(error: &kube::Error) -> bool {
     }
 }
 
+/// `uri` with `timeout` (in whole milliseconds, never more than `timeout`) as its `timeout`
+/// query parameter, which bounds how long the server may take over the request.
+fn with_timeout(uri: &http::Uri, timeout: Duration) -> http::Uri {
+    let query: Vec<&str> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("timeout="))
+        .collect();
+    let millis = timeout.as_millis().max(1);
+    let mut parts = query.join("&");
+    if !parts.is_empty() {
+        parts.push('&');
+    }
+    parts.push_str(&format!("timeout={millis}ms"));
+    let path_and_query = format!("{}?{parts}", uri.path());
+    let mut builder = http::Uri::builder();
+    if let Some(scheme) = uri.scheme() {
+        builder = builder.scheme(scheme.clone());
+    }
+    if let Some(authority) = uri.authority() {
+        builder = builder.authority(authority.clone());
+    }
+    builder
+        .path_and_query(path_and_query)
+        .build()
+        .unwrap_or_else(|_| uri.clone())
+}
+
 fn clone_request(request: &Request<Body>) -> Option<Request<Body>> {
     let body = request.body().try_clone()?;
     let mut copy = Request::builder()
@@ -185,14 +214,22 @@ pub async fn send(
     let mut attempt = 1;
     let deadline = tokio::time::Instant::now() + settings.request_timeout.saturating_mul(2);
     let within = |delay: Duration| tokio::time::Instant::now() + delay < deadline;
-    let attempt_once = |request: Request<Body>, attempts: u32| async move {
-        if let Err(why) = settings.gate.admit(request.method(), request.uri()) {
-            return Err(kube::Error::Service(Box::new(crate::error::NotHeld(why))));
+    let attempt_once = |mut request: Request<Body>, attempts: u32| async move {
+        let left = match settings.gate.admit(request.method(), request.uri()) {
+            Ok(left) => left,
+            Err(why) => return Err(kube::Error::Service(Box::new(crate::error::NotHeld(why)))),
+        };
+        // A guarded write waits no longer than its lease lasts, and says so to the server.
+        let timeout = left.map_or(settings.request_timeout, |left| {
+            left.min(settings.request_timeout)
+        });
+        if left.is_some() {
+            *request.uri_mut() = with_timeout(request.uri(), timeout);
         }
-        match tokio::time::timeout(settings.request_timeout, client.send(request)).await {
+        match tokio::time::timeout(timeout, client.send(request)).await {
             Ok(answer) => answer,
             Err(_) => Err(kube::Error::Service(Box::new(NoAnswer {
-                timeout: settings.request_timeout,
+                timeout,
                 attempts,
             }))),
         }
@@ -368,6 +405,23 @@ pub fn retrying(client: kube::Client, settings: RetrySettings) -> kube::Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guarded_write_tells_the_server_how_long_it_may_take() {
+        let uri: http::Uri = "/api/v1/namespaces/a/secrets?fieldManager=x&timeout=30s"
+            .parse()
+            .unwrap();
+        let bounded = with_timeout(&uri, Duration::from_millis(1500));
+        assert_eq!(
+            bounded.to_string(),
+            "/api/v1/namespaces/a/secrets?fieldManager=x&timeout=1500ms"
+        );
+        let bare: http::Uri = "https://h:6443/api/v1/x".parse().unwrap();
+        assert_eq!(
+            with_timeout(&bare, Duration::from_secs(2)).to_string(),
+            "https://h:6443/api/v1/x?timeout=2000ms"
+        );
+    }
 
     #[test]
     fn answers_are_classified() {

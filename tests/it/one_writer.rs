@@ -232,15 +232,18 @@ async fn of_two_identical_moves_started_together_exactly_one_proceeds() {
 }
 
 /// `kill -9`, then the same command again at once: the holder was a process on this machine
-/// that no longer exists, so its leases are taken over without waiting, and the move converges.
+/// that no longer exists, so its leases are taken over without watching them go unrenewed for a
+/// whole duration — only once the writes it may have sent just before are done (each lasts no
+/// longer than its renew deadline, and tells the server so), which it says — and the move
+/// converges.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_holders_lease_is_taken_over_at_once_and_the_move_converges() {
+async fn a_killed_holders_lease_is_taken_over_once_its_last_writes_are_done() {
     let fixture = Fixture::workload(&["w1", "w2"]);
     let (clean_source, clean_target) = clean_end_state(&fixture).await;
     let w = World::start(&fixture).await;
     slow(&w.target, "create", Duration::from_millis(100));
-    // The default lease (a minute): nothing here waits for it.
-    let mut mover = start_move(&w, &[]);
+    // A 3 s lease: its writes last at most its 2 s renew deadline.
+    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "3")]);
     let pid = mover.id().unwrap();
     until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
     mover.start_kill().unwrap();
@@ -259,6 +262,14 @@ async fn a_killed_holders_lease_is_taken_over_at_once_and_the_move_converges() {
             .count(),
         2,
         "both leases taken over, each said: {}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("which ended on this machine; waiting")
+            && out
+                .stderr
+                .contains("until the last writes it may have sent are done"),
+        "{}",
         out.stderr
     );
     assert!(
@@ -888,4 +899,47 @@ async fn two_moves_from_two_sources_into_one_target_exactly_one_proceeds() {
         "nothing in the target"
     );
     assert!(crate::common::has_cluster(its_source, "ns1", "foo"));
+}
+
+/// A Lease held from another host (or forged to say so) is waited out for its duration — never
+/// silently: the command says at once who holds it, since when, until when it waits and how to
+/// see the Lease (a command that works when pasted); a server-side dry run reports what it found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_held_from_another_host_is_waited_for_out_loud() {
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let holder = serde_json::json!({"host": "ops-9", "pid": 4242,
+        "command": "kubectl capi move -n ns1 --to-context b", "since": "2026-12-04T10:00:00Z"});
+    let lease = serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "kubectl-capi", "namespace": "kube-system",
+            "annotations": {"kubectl-capi.dev/holder": holder.to_string()}},
+        "spec": {"holderIdentity": "ops-9/4242/1", "leaseDurationSeconds": 1,
+            "renewTime": "2026-12-04T10:00:00.000000Z"}});
+    capi_sandbox::api::create(&w.source.client(), &lease)
+        .await
+        .unwrap();
+    let out = w.move_with(&["-n", "ns1", "--dry-run=server"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let waiting = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("waiting until"))
+        .unwrap_or_else(|| panic!("the wait is said: {}", out.stderr));
+    for part in [
+        "is held by `kubectl capi move -n ns1 --to-context b` (process 4242 on ops-9, since 2026-12-04T10:00:00Z)",
+        "renewed 2026-12-04T10:00:00Z, for 1s",
+        "`kubectl get lease kubectl-capi -n kube-system -o yaml --context source`",
+    ] {
+        assert!(waiting.contains(part), "{part}: {waiting}");
+    }
+    assert!(
+        out.stderr.contains(
+            "stayed unrenewed for 1s while this command watched it; a move would take it over"
+        ),
+        "the dry run reports what it found: {}",
+        out.stderr
+    );
+    let hint = waiting.split('`').nth(3).unwrap();
+    let shown = w.paste(hint).await;
+    assert_eq!(shown.code, 0, "{hint}: {}", shown.stderr);
+    assert!(shown.stdout.contains("ops-9/4242/1"), "{}", shown.stdout);
 }

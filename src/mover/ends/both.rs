@@ -81,7 +81,11 @@ impl Ends {
     /// once the flags, the local paths and the two ends are checked, and before anything is
     /// written. A server-side dry run only checks that no one holds them; a client-side one
     /// writes nowhere.
-    pub async fn take_leases(&self, request: &MoveRequest) -> Result<Option<lease::Leases>> {
+    pub async fn take_leases(
+        &self,
+        request: &MoveRequest,
+        tell: lease::Tell<'_>,
+    ) -> Result<Option<lease::Leases>> {
         let source = &self.source.cluster;
         let mut clusters: Vec<(&crate::kube::Cluster, &str)> = Vec::new();
         match (&self.target, &self.identities) {
@@ -95,13 +99,13 @@ impl Ends {
             DryRun::Client => Ok(None),
             DryRun::Server => {
                 for (cluster, _) in clusters {
-                    lease::ensure_free(cluster).await?;
+                    lease::ensure_free(cluster, tell).await?;
                 }
                 Ok(None)
             }
             DryRun::None => {
                 let command = request.holder_command();
-                Ok(Some(lease::Leases::take(&clusters, &command).await?))
+                Ok(Some(lease::Leases::take(&clusters, &command, tell).await?))
             }
         }
     }
