@@ -75,11 +75,11 @@ pub enum Error {
         .server.short(),
         crate::names::CORE_GROUP,
         .server.end.choose(),
-        .install.as_ref().map(|c| format!(" (install Cluster API there first with `{c}`)")).unwrap_or_default()
+        .install.as_ref().map(|how| format!(" (install Cluster API there first {how})")).unwrap_or_default()
     )]
     CapiNotInstalled {
         server: Server,
-        /// The command that installs it there (for the move's target).
+        /// How to install it there (for the move's target): with which command.
         install: Option<String>,
     },
     #[error(

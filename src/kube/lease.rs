@@ -426,16 +426,35 @@ async fn take_over(cluster: &Cluster, found: &Lease, claim: &Claim) -> Result<Le
             "leaseTransitions": transitions + 1,
         },
     });
-    leases(cluster)
-        .patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&takeover))
-        .await
-        .map_err(|e| match e {
-            kube::Error::Api(s) if s.code == 409 || s.code == 404 => Error::Refused(vec![format!(
-                "another command took the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} at the same moment as this one; run this command again to see who holds it",
+    let sent = leases(cluster)
+        .patch(
+            LEASE_NAME,
+            &PatchParams::default(),
+            &Patch::Merge(&takeover),
+        )
+        .await;
+    let error = match sent {
+        Ok(lease) => return Ok(lease),
+        Err(kube::Error::Api(s)) if s.code == 403 => {
+            return Err(forbidden_hint(cluster, kube::Error::Api(s), "taking over"));
+        }
+        Err(e) => e,
+    };
+    // A conflict, or no answer: the takeover may have been applied and its answer lost (a
+    // retry then conflicts with it). The Lease read again tells whose it is.
+    match read(cluster).await? {
+        Some(lease) if identity_of(&lease) == Some(claim.identity.as_str()) => Ok(lease),
+        Some(lease) if matches!(&error, kube::Error::Api(s) if s.code == 409) => {
+            Err(refused_by(cluster, &lease))
+        }
+        None if matches!(&error, kube::Error::Api(s) if s.code == 404) => {
+            Err(Error::Refused(vec![format!(
+                "the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} was removed while this command took it over; run this command again",
                 cluster.url
-            )]),
-            other => forbidden_hint(cluster, other, "taking over"),
-        })
+            )]))
+        }
+        _ => Err(forbidden_hint(cluster, error, "taking over")),
+    }
 }
 
 /// The Lease as taken (its request sent at `sent`): guarded writes open, renewed from now on.
@@ -509,7 +528,19 @@ async fn renew(
                 // A renewal applied whose answer was lost is resent with the old
                 // resourceVersion and conflicts: the Lease read again tells whether it is still
                 // this process's.
-                let now = api.get_opt(LEASE_NAME).await.ok().flatten();
+                let now = match api.get_opt(LEASE_NAME).await {
+                    Ok(now) => now,
+                    Err(e) => {
+                        // Not known to be lost, but no longer provable: stop all the same.
+                        guard.lose(format!(
+                            "lost the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} at {}: a renewal conflicted and reading the lease back failed ({}), so this command cannot prove it still holds it; this command stopped writing",
+                            cluster.url,
+                            super::gate::now(),
+                            Error::from_kube(e, &cluster.server(), "reading the lease")
+                        ));
+                        return;
+                    }
+                };
                 match &now {
                     Some(lease) if identity_of(lease) == Some(identity.as_str()) => {
                         *version.lock().expect("not poisoned") =

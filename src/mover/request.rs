@@ -314,21 +314,21 @@ fn word(path: &std::path::Path) -> String {
     shell_word(&path.to_string_lossy())
 }
 
-/// `clusterctl init` against the cluster `connection` reaches, in clusterctl's own flags.
+/// How to install Cluster API in the cluster `connection` reaches: `clusterctl init` in
+/// clusterctl's own flags. A kubeconfig read from a workload cluster's Secret is never handed to
+/// it: clusterctl would run what such a kubeconfig names (`exec`), so the user brings their own.
 pub fn clusterctl_init(connection: &Connection) -> String {
-    let mut command = String::from("clusterctl init");
-    if let Some(inline) = &connection.inline {
-        // A workload cluster's kubeconfig, read from its Secret again.
-        command.push_str(&inline.reach);
-        return command;
+    if connection.inline.is_some() {
+        return "with clusterctl init and a kubeconfig for that cluster you trust (one read from a cluster's Secret is never handed to a program that runs what it names)".into();
     }
+    let mut command = String::from("clusterctl init");
     if let Some(kubeconfig) = &connection.kubeconfig {
         command.push_str(&format!(" --kubeconfig {}", word(kubeconfig)));
     }
     if let Some(context) = &connection.context {
         command.push_str(&format!(" --kubeconfig-context {}", shell_word(context)));
     }
-    command
+    format!("with `{command}`")
 }
 
 /// `-n NS` when the Clusters share one namespace, else `-A`: where a hint about them looks.
@@ -357,6 +357,30 @@ mod tests {
 
     use super::*;
     use crate::cli::{Cli, Command, GlobalArgs};
+
+    #[test]
+    fn no_hint_hands_a_secrets_kubeconfig_to_clusterctl() {
+        let mut connection = Connection {
+            context: Some("mgmt".into()),
+            ..Connection::default()
+        };
+        assert_eq!(
+            clusterctl_init(&connection),
+            "with `clusterctl init --kubeconfig-context mgmt`"
+        );
+        connection.inline = Some(crate::settings::InlineKubeconfig {
+            kubeconfig: kube::config::Kubeconfig::default(),
+            raw: Vec::new(),
+            origin: "the kubeconfig in Secret default/w1-kubeconfig of the source".into(),
+            reach: " --kubeconfig <(kubectl get secret w1-kubeconfig -n default -o jsonpath='{.data.value}' | base64 -d)".into(),
+            allowed_proxy: None,
+        });
+        let hint = clusterctl_init(&connection);
+        assert!(
+            !hint.contains("get secret") && !hint.contains('`'),
+            "{hint}"
+        );
+    }
 
     fn request(line: &str) -> MoveRequest {
         let words = shlex::split(line).expect("a shell line");

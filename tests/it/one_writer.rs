@@ -943,3 +943,44 @@ async fn a_lease_held_from_another_host_is_waited_for_out_loud() {
     assert_eq!(shown.code, 0, "{hint}: {}", shown.stderr);
     assert!(shown.stdout.contains("ops-9/4242/1"), "{}", shown.stdout);
 }
+
+/// A takeover applied whose answer was lost: the retry conflicts with it, and the Lease read
+/// back is this command's own — it goes on holding it, instead of saying another command took it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_whose_answer_was_lost_is_read_back_as_this_commands_own() {
+    use capi_sandbox::{FaultAction, FaultRule};
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    let holder = serde_json::json!({"host": "ops-9", "pid": 4242,
+        "command": "kubectl capi pause --all", "since": "2026-12-04T10:00:00Z"});
+    let lease = serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "kubectl-capi", "namespace": "kube-system",
+            "annotations": {"kubectl-capi.dev/holder": holder.to_string()}},
+        "spec": {"holderIdentity": "ops-9/4242/1", "leaseDurationSeconds": 1,
+            "renewTime": "2026-12-04T10:00:00.000000Z"}});
+    capi_sandbox::api::create(&w.source.client(), &lease)
+        .await
+        .unwrap();
+    w.source.inject(
+        FaultRule::new(FaultAction::ApplyThenStall(Duration::from_secs(5)))
+            .verbs(&["patch"])
+            .resource("leases")
+            .agent(crate::common::PLUGIN_AGENT)
+            .times(1),
+    );
+    let out = w
+        .plugin(&[
+            "pause",
+            "--all",
+            "-n",
+            "ns1",
+            "--context",
+            "source",
+            "--request-timeout",
+            "1s",
+        ])
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("took over the lease"), "{}", out.stderr);
+    assert!(!out.stderr.contains("at the same moment"), "{}", out.stderr);
+    assert!(w.source.lease().is_none(), "released at the end");
+}

@@ -86,13 +86,10 @@ pub fn create_backup_directory(directory: &Path) -> Result<()> {
     })
 }
 
-/// Writes every moved object of the plan, as read in `fresh` (after pausing), into a directory
-/// [`create_backup_directory`] made.
-pub fn write(directory: &Path, plan: &MovePlan, fresh: &Fresh) -> Result<usize> {
-    use std::io::Write;
-    #[cfg(unix)]
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut written = 0;
+/// Every moved object of the plan, as read in `fresh` (after pausing), as the file it is
+/// written to in `directory` and that file's text.
+fn files(directory: &Path, plan: &MovePlan, fresh: &Fresh) -> Vec<(std::path::PathBuf, String)> {
+    let mut files = Vec::new();
     for uid in plan.groups.iter().flatten() {
         let node = plan.node(uid);
         let Some((object, content)) = fresh
@@ -103,15 +100,6 @@ pub fn write(directory: &Path, plan: &MovePlan, fresh: &Fresh) -> Result<usize> 
         };
         let object = crate::snapshot::with_content(object, content);
         let path = directory.join(file_name(&object));
-        let mut options = std::fs::OpenOptions::new();
-        // Never over another file: two objects with one file name (clusterctl's names leave out
-        // the group) must not silently lose one.
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        options.mode(0o600);
-        let mut file = options
-            .open(&path)
-            .map_err(io_error(format!("writing {}", path.display())))?;
         let mut whole = serde_json::to_value(&object).expect("object serialises");
         // A backup keeps the object whole: its managedFields were listed apart.
         if let Some(managed) = fresh.managed_fields.get(uid)
@@ -120,11 +108,43 @@ pub fn write(directory: &Path, plan: &MovePlan, fresh: &Fresh) -> Result<usize> 
             whole["metadata"]["managedFields"] = managed;
         }
         let text = serde_json::to_string_pretty(&whole).expect("object serialises");
-        file.write_all(text.as_bytes())
-            .map_err(io_error(format!("writing {}", path.display())))?;
-        written += 1;
+        files.push((path, text));
     }
-    Ok(written)
+    files
+}
+
+/// Writes `files` into a directory [`create_backup_directory`] made, on the blocking pool (a slow
+/// disk must not hold up the runtime, which meanwhile renews the lease), each only while the
+/// source's lease is still held (`gate`): a command that lost it writes nothing more, files
+/// included.
+async fn write(
+    files: Vec<(std::path::PathBuf, String)>,
+    gate: crate::kube::gate::WriteGate,
+) -> Result<usize> {
+    tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        #[cfg(unix)]
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut written = 0;
+        for (path, text) in files {
+            gate.held().map_err(Error::LeaseLost)?;
+            let mut options = std::fs::OpenOptions::new();
+            // Never over another file: two objects with one file name (clusterctl's names leave
+            // out the group) must not silently lose one.
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            options.mode(0o600);
+            let mut file = options
+                .open(&path)
+                .map_err(io_error(format!("writing {}", path.display())))?;
+            file.write_all(text.as_bytes())
+                .map_err(io_error(format!("writing {}", path.display())))?;
+            written += 1;
+        }
+        Ok(written)
+    })
+    .await
+    .map_err(|e| Error::Usage(format!("writing the backup failed: {e}")))?
 }
 
 /// Reads a backup back into objects with their types (from the target's kinds) and plans it.
@@ -203,7 +223,7 @@ pub async fn backup(
         };
         let read = list_objects_keeping(source.cluster, source.types, source.scope, whole).await?;
         let fresh = Fresh::of(read, |_| true);
-        crate::mover::backup::directory::write(directory, plan, &fresh)
+        write(files(directory, plan, &fresh), source.cluster.gate.clone()).await
     }
     .await;
     // The source is unpaused whatever happened: a backup must not leave it paused.
