@@ -6,6 +6,7 @@ mod catalog;
 mod cli;
 mod common;
 mod demo;
+mod fault_search;
 mod freeze;
 mod krew;
 mod kubectl_plugin;
