@@ -26,8 +26,32 @@ use serde_json::{Value, json};
 
 use crate::move_world::{Fixture, KillPoint, MOVE_NS1, World, kill_at};
 
-/// Seeds that found a violation once, each with what it found.
-const REGRESSIONS: &[(u64, &str)] = &[];
+/// Seeds that found a violation once, each with what it found (searched against the build before
+/// the guarantees were hardened: 30 seeds found these seven).
+const REGRESSIONS: &[(u64, &str)] = &[
+    (
+        1,
+        "a forged mark in flight adopted: the CA-like Secret cp1 lost",
+    ),
+    (
+        2,
+        "a forged journal entry: a rollback from elsewhere deleted an unrelated Secret",
+    ),
+    (
+        3,
+        "a forged mark, after a lost answer and a rollback killed midway",
+    ),
+    (5, "a forged mark, with failed and reset writes"),
+    (10, "a forged journal entry"),
+    (
+        26,
+        "a forged mark, with answers lost after creates and deletes",
+    ),
+    (
+        27,
+        "a forged journal entry, with failed deletes and reset patches",
+    ),
+];
 
 /// Schedules searched in CI.
 const DEFAULT_SEEDS: u64 = 10;
@@ -210,6 +234,50 @@ async fn intrude(w: &World, intrusion: Intrusion, seed: u64) -> Vec<(String, Val
     theirs
 }
 
+/// A move run with its creates slowed, one at a time; once it has created two objects, the intruder creates a
+/// Secret of the selection it has not copied yet in the target, with the mark read off a copy
+/// in flight. The move then runs to its end.
+async fn forge_in_flight(
+    w: &World,
+    seed: u64,
+    outputs: &mut Vec<(String, i32, String)>,
+) -> Vec<(String, Value)> {
+    w.target.inject(
+        FaultRule::new(FaultAction::Latency(Duration::from_millis(150)))
+            .verbs(&["create"])
+            .dry_run(false)
+            .agent(crate::common::PLUGIN_AGENT),
+    );
+    // One write at a time, so that it stays a while in each phase.
+    let mover = w
+        .command(&[&MOVE_NS1[..], &["--concurrency", "1"]].concat())
+        .spawn()
+        .unwrap();
+    let created = || {
+        use crate::common::Writes;
+        w.target
+            .writes()
+            .iter()
+            .filter(|r| r.verb == "create" && r.agent.starts_with(crate::common::PLUGIN_AGENT))
+            // Copies: not the namespace it made.
+            .filter(|r| r.resource != "namespaces")
+            .count()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while created() < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let theirs = intrude(w, Intrusion::ForgedMark, seed).await;
+    w.target.clear_faults();
+    let out: crate::common::Output = mover.wait_with_output().await.unwrap().into();
+    outputs.push((
+        "the move, forged in flight".to_string(),
+        out.code,
+        out.stderr,
+    ));
+    theirs
+}
+
 /// Adds an entry pairing `decoy` (source) with `victim` (target) to the journal's copy.
 async fn forge_entry(w: &World, decoy: &Value, victim: &Value) {
     use kubectl_capi::mover::journal::{Entry, copy};
@@ -293,15 +361,35 @@ async fn search(seed: u64) -> Result<(), String> {
         );
     }
     let mut outputs = Vec::new();
-    let killed = kill_at(&w, &MOVE_NS1, plan.kill).await;
-    for server in [&w.source, &w.target] {
-        server.clear_faults();
-    }
-    let theirs = if killed {
-        intrude(&w, plan.intrusion, seed).await
-    } else {
-        Vec::new()
+    let (killed, theirs) = match plan.intrusion {
+        // The forgery races the move's own create of that name: made while the move runs.
+        Intrusion::ForgedMark => (false, forge_in_flight(&w, seed, &mut outputs).await),
+        _ => {
+            let killed = kill_at(&w, &MOVE_NS1, plan.kill).await;
+            for server in [&w.source, &w.target] {
+                server.clear_faults();
+            }
+            let theirs = match killed {
+                true => intrude(&w, plan.intrusion, seed).await,
+                false => Vec::new(),
+            };
+            (killed, theirs)
+        }
     };
+    if killed && matches!(plan.intrusion, Intrusion::ForgedJournalEntry) {
+        // Rolled back from another machine, which has only the journal's copy to go by.
+        crate::common::expire_lease(&w.source).await;
+        crate::common::expire_lease(&w.target).await;
+        let rollback = [&MOVE_NS1[..], &["--rollback"]].concat();
+        let out: crate::common::Output = w
+            .command(&rollback)
+            .env("XDG_STATE_HOME", w.dir.path().join("elsewhere"))
+            .output()
+            .await
+            .unwrap()
+            .into();
+        outputs.push(("rollback from elsewhere".to_string(), out.code, out.stderr));
+    }
     if let (true, Some(at)) = (killed, plan.rollback_killed_at) {
         let rollback = [&MOVE_NS1[..], &["--rollback"]].concat();
         kill_at(&w, &rollback, KillPoint::Writes(at)).await;
@@ -386,10 +474,13 @@ async fn the_guarantees_hold_in_every_searched_schedule() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_SEEDS);
-    let seeds = REGRESSIONS
+    let searched = from..from + count;
+    let seeds: Vec<u64> = REGRESSIONS
         .iter()
         .map(|(seed, _)| *seed)
-        .chain(from..from + count);
+        .filter(|seed| !searched.contains(seed))
+        .chain(searched.clone())
+        .collect();
     let mut broken = Vec::new();
     for seed in seeds {
         let searched = tokio::time::timeout(Duration::from_secs(120), search(seed)).await;

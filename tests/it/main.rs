@@ -8,6 +8,7 @@ mod common;
 mod demo;
 mod fault_search;
 mod freeze;
+mod inputs;
 mod krew;
 mod kubectl_plugin;
 mod layout;

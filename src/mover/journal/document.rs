@@ -231,7 +231,7 @@ impl Journal {
     }
 
     /// Parses a journal's text (a file or the cluster copy).
-    pub(in crate::mover::journal) fn parse(text: &str) -> serde_json::Result<Journal> {
+    pub fn parse(text: &str) -> serde_json::Result<Journal> {
         let mut journal: Journal = serde_json::from_str(text)?;
         journal.sort();
         Ok(journal)
