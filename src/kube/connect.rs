@@ -35,8 +35,9 @@ pub struct Cluster {
     pub gate: super::gate::WriteGate,
     /// Where its kubeconfig came from when a cluster held it (a Secret), for messages.
     pub via: Option<std::sync::Arc<str>>,
-    /// The user's flags that reach it (` --context x`), repeated in the commands hints suggest.
-    pub flags: String,
+    /// The user's flags that reach it (` --context x`), repeated in the kubectl commands hints
+    /// suggest; `None` for a kubeconfig read from a Secret, which no hint hands to kubectl.
+    pub flags: Option<String>,
 }
 
 impl Cluster {
@@ -54,7 +55,7 @@ impl Cluster {
             proxy_url: None,
             gate: RetrySettings::default().gate,
             via: None,
-            flags: String::new(),
+            flags: Some(String::new()),
         }
     }
 
@@ -335,10 +336,10 @@ pub async fn connect(connection: &Connection) -> Result<Cluster> {
         proxy_url,
         gate,
         via,
-        // For kubectl: `--kubeconfig-from-secret` is this tool's own flag.
-        flags: connection
-            .as_flags()
-            .replace(" --kubeconfig-from-secret", ""),
+        // For kubectl, and only for a kubeconfig of the user's own: kubectl runs what a
+        // kubeconfig read from a Secret names.
+        flags: (connection.inline.is_none() && !connection.kubeconfig_from_secret)
+            .then(|| connection.as_flags()),
     })
 }
 

@@ -254,11 +254,19 @@ fn waiting_for(cluster: &Cluster, found: &Lease, who: &str, duration: Duration) 
             |_| "later".to_string(),
             |t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
         );
+    // kubectl would run what a kubeconfig read from a Secret names: never handed to it.
+    let see = match &cluster.flags {
+        None => format!(
+            "see it with kubectl get lease {LEASE_NAME} -n {LEASE_NAMESPACE} -o yaml and a kubeconfig for that cluster you trust"
+        ),
+        Some(flags) => format!(
+            "see it with `kubectl get lease {LEASE_NAME} -n {LEASE_NAMESPACE} -o yaml{flags}`"
+        ),
+    };
     format!(
-        "the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} is held by {who} (renewed {renewed}, for {}s); waiting until {until} to see whether it is renewed: a holder this machine cannot see is gone only once its lease stays unrenewed that long (see it with `kubectl get lease {LEASE_NAME} -n {LEASE_NAMESPACE} -o yaml{}`)",
+        "the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {} is held by {who} (renewed {renewed}, for {}s); waiting until {until} to see whether it is renewed: a holder this machine cannot see is gone only once its lease stays unrenewed that long ({see})",
         cluster.url,
         duration.as_secs(),
-        cluster.flags
     )
 }
 
