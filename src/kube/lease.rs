@@ -711,6 +711,29 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn a_wait_hints_kubectl_only_with_a_kubeconfig_of_the_users_own() {
+        let service = tower::service_fn(|_: http::Request<kube::client::Body>| async {
+            Err::<http::Response<kube::client::Body>, std::io::Error>(std::io::Error::other("none"))
+        });
+        let mut cluster = Cluster::from_client(kube::Client::new(service, "default"), "https://a");
+        let lease = Lease::default();
+        cluster.flags = Some(" --context mgmt".into());
+        let own = waiting_for(&cluster, &lease, "someone", Duration::from_secs(60));
+        assert!(
+            own.contains("`kubectl get lease kubectl-capi -n kube-system -o yaml --context mgmt`"),
+            "{own}"
+        );
+        // Read from a Secret: kubectl would run what that kubeconfig names.
+        cluster.flags = None;
+        let secrets = waiting_for(&cluster, &lease, "someone", Duration::from_secs(60));
+        assert!(!secrets.contains('`'), "no command to paste: {secrets}");
+        assert!(
+            secrets.contains("a kubeconfig for that cluster you trust"),
+            "{secrets}"
+        );
+    }
+
     #[test]
     fn the_holder_stops_writing_well_before_anyone_may_take_over() {
         let duration = Duration::from_secs(60);
