@@ -476,17 +476,8 @@ fn refuse_what_runs_or_reads(
         None if connection.kubeconfig_from_secret => (files, None),
         None => return Ok(()),
     };
-    let mut found = super::inline_only::forbidden_fields(kubeconfig, allowed_proxy);
-    let explained = |field: &String| {
-        super::inline_only::EXPLAINED
-            .iter()
-            .any(|key| field.ends_with(&format!(": {key:?}")))
-    };
-    found.extend(
-        super::inline_only::unlisted_fields(raw.unwrap_or_default())
-            .into_iter()
-            .filter(|field| !explained(field)),
-    );
+    let found =
+        super::inline_only::refused_fields(kubeconfig, raw.unwrap_or_default(), allowed_proxy);
     if found.is_empty() {
         return Ok(());
     }

@@ -34,6 +34,23 @@ const CONTEXT_FIELDS: &[&str] = &["cluster", "user", "namespace"];
 /// it stands: each field named with where it stands, never with its value. A text that does not
 /// parse is named once.
 pub fn unlisted_fields(text: &str) -> Vec<String> {
+    unlisted(text, &[])
+}
+
+/// Everything a kubeconfig read from a cluster (`kubeconfig`, parsed from `text`) must not hold:
+/// what [`forbidden_fields`] names with its reason, then the rest of what the allowlist refuses.
+pub fn refused_fields(
+    kubeconfig: &Kubeconfig,
+    text: &str,
+    allowed_proxy: Option<&http::Uri>,
+) -> Vec<String> {
+    let mut found = forbidden_fields(kubeconfig, allowed_proxy);
+    found.extend(unlisted(text, EXPLAINED));
+    found
+}
+
+/// [`unlisted_fields`], leaving out the cluster and user fields `explained` (named elsewhere).
+fn unlisted(text: &str, explained: &[&str]) -> Vec<String> {
     let Ok(root) = serde_saphyr::from_str::<Value>(text) else {
         return vec!["it does not parse as a kubeconfig".into()];
     };
@@ -77,7 +94,7 @@ pub fn unlisted_fields(text: &str) -> Vec<String> {
                 .into_iter()
                 .flatten()
                 .map(|(k, _)| k)
-                .filter(|k| !allowed.contains(&k.as_str()))
+                .filter(|k| !allowed.contains(&k.as_str()) && !explained.contains(&k.as_str()))
             {
                 found.push(format!("{inner} {name}: {key:?}"));
             }
@@ -119,8 +136,9 @@ fn unusable_values(inner: &str, name: &str, fields: &Value) -> Vec<String> {
     found
 }
 
-/// The fields [`forbidden_fields`] names with its reason (so [`unlisted_fields`] need not).
-pub const EXPLAINED: &[&str] = &[
+/// The fields [`forbidden_fields`] names with its reason (so [`refused_fields`] does not name
+/// them twice).
+const EXPLAINED: &[&str] = &[
     "exec",
     "auth-provider",
     "tokenFile",
@@ -261,6 +279,11 @@ current-context: w1
             assert_eq!(found.len(), 1, "{field}: {found:?}");
             assert!(found[0].contains(named), "{found:?}");
             assert!(!found[0].contains("canary"), "never the value: {found:?}");
+            assert_eq!(
+                refused_fields(&parse(&text), &text, None),
+                found,
+                "named once, with its reason"
+            );
         }
         let cluster_cases = [
             (

@@ -457,11 +457,12 @@ pub(super) async fn refuse_unproven_entries(
     let unproven: Vec<String> = acting
         .iter()
         .filter(|entry| {
+            let key = entry_key(entry);
             let original = originals
-                .get(&(entry_key(entry)))
+                .get(&key)
                 .filter(|o| o.metadata.uid.as_deref() == Some(entry.uid.as_str()));
             let copy = copies
-                .get(&(entry_key(entry)))
+                .get(&key)
                 .filter(|o| o.metadata.uid == entry.target_uid);
             match (original, copy) {
                 (Some(original), Some(copy)) => !is_copy_of(original, copy),

@@ -214,7 +214,13 @@ async fn intrude(w: &World, intrusion: Intrusion, seed: u64) -> Vec<(String, Val
             ) else {
                 return theirs;
             };
-            forge_entry(w, &decoy, &victim).await;
+            let uid = |o: &Value| {
+                o["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            crate::move_world::forge_journal_entry(w, &uid(&decoy), &uid(&victim)).await;
             theirs.push(("target".to_string(), victim));
             theirs.push(("source".to_string(), decoy));
         }
@@ -276,59 +282,6 @@ async fn forge_in_flight(
         out.stderr,
     ));
     theirs
-}
-
-/// Adds an entry pairing `decoy` (source) with `victim` (target) to the journal's copy.
-async fn forge_entry(w: &World, decoy: &Value, victim: &Value) {
-    use kubectl_capi::mover::journal::{Entry, copy};
-    let source = kubectl_capi::kube::Cluster::from_client(w.source.client(), "source");
-    let Some(key) = copy::keys(&source, "ns1")
-        .await
-        .ok()
-        .and_then(|k| k.first().cloned())
-    else {
-        return;
-    };
-    let Ok(Some(mut journal)) = copy::load(&source, "ns1", &key).await else {
-        return;
-    };
-    let uid = decoy["metadata"]["uid"].as_str().unwrap().to_string();
-    let at = journal
-        .entries
-        .partition_point(|e| e.uid.as_str() < uid.as_str());
-    journal.entries.insert(
-        at,
-        Entry {
-            object: kubectl_capi::model::ObjectRef {
-                api_version: "v1".into(),
-                kind: "Secret".into(),
-                namespace: "ns1".into(),
-                name: "victim-secret".into(),
-            },
-            resource: "secrets".into(),
-            namespaced: true,
-            uid,
-            group: 0,
-            kept_in_source: false,
-            target_uid: victim["metadata"]["uid"].as_str().map(str::to_string),
-            created: true,
-            preexisting: false,
-            deleted: false,
-            sent: true,
-            removed: false,
-            reused: false,
-            owners: Vec::new(),
-        },
-    );
-    let slices = copy::shards(journal.to_json_pieces());
-    let _ = copy::save(
-        &source,
-        "ns1",
-        &key,
-        &slices,
-        (None, &tokio::sync::Semaphore::new(4)),
-    )
-    .await;
 }
 
 /// The command a user runs next after `output`: the `--resume` or `--rollback` it suggests,

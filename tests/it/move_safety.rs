@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use serde_json::json;
 
 use crate::move_world::{
-    CORE, Fixture, INFRA, KillPoint, MOVE_NS1, World, end_state, kill_at, local_journal,
-    plugin_deletes,
+    CORE, Fixture, INFRA, KillPoint, MOVE_NS1, World, end_state, forge_journal_entry, kill_at,
+    local_journal, plugin_deletes,
 };
 
 /// The plugin's requests to `server` that tried to write (dry runs included; access reviews,
@@ -826,7 +826,6 @@ async fn a_record_the_target_refused_is_named_with_a_verify_that_works_when_past
 /// named, and the rollback deletes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_journal_entry_never_directs_a_delete() {
-    use kubectl_capi::mover::journal::{Entry, copy};
     let w = World::start(&Fixture::workload(&["w1", "w2"])).await;
     let victim = json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "victim-secret", "namespace": "ns1"},
@@ -853,48 +852,7 @@ async fn a_forged_journal_entry_never_directs_a_delete() {
         .to_string();
 
     // The intruder's entry, in the copy the journal keeps in the source.
-    let source = kubectl_capi::kube::Cluster::from_client(w.source.client(), "source");
-    let key = copy::keys(&source, "ns1")
-        .await
-        .unwrap()
-        .pop_first()
-        .unwrap();
-    let mut journal = copy::load(&source, "ns1", &key).await.unwrap().unwrap();
-    let forged = Entry {
-        object: kubectl_capi::model::ObjectRef {
-            api_version: "v1".into(),
-            kind: "Secret".into(),
-            namespace: "ns1".into(),
-            name: "victim-secret".into(),
-        },
-        resource: "secrets".into(),
-        namespaced: true,
-        uid: decoy_uid.clone(),
-        group: 0,
-        kept_in_source: false,
-        target_uid: Some(victim_uid.clone()),
-        created: true,
-        preexisting: false,
-        deleted: false,
-        sent: true,
-        removed: false,
-        reused: false,
-        owners: Vec::new(),
-    };
-    let at = journal
-        .entries
-        .partition_point(|e| e.uid.as_str() < decoy_uid.as_str());
-    journal.entries.insert(at, forged);
-    let slices = copy::shards(journal.to_json_pieces());
-    copy::save(
-        &source,
-        "ns1",
-        &key,
-        &slices,
-        (None, &tokio::sync::Semaphore::new(4)),
-    )
-    .await
-    .unwrap();
+    assert!(forge_journal_entry(&w, &decoy_uid, &victim_uid).await);
 
     let target_before = end_state(&w.target);
     let out = w

@@ -584,3 +584,58 @@ pub fn local_journal(w: &World) -> serde_json::Value {
     assert_eq!(files.len(), 1, "{files:?}");
     serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap()
 }
+
+/// What an intruder who can write ConfigMaps in ns1 of the source may do to an interrupted
+/// move: add an entry to the journal's copy pairing the Secret `victim-secret` of UID
+/// `decoy_uid` in the source with the object of UID `victim_uid` in the target. False when
+/// there is no copy to add it to.
+pub async fn forge_journal_entry(world: &World, decoy_uid: &str, victim_uid: &str) -> bool {
+    use kubectl_capi::mover::journal::{Entry, copy};
+    let source = kubectl_capi::kube::Cluster::from_client(world.source.client(), "source");
+    let Some(key) = copy::keys(&source, "ns1")
+        .await
+        .ok()
+        .and_then(|keys| keys.first().cloned())
+    else {
+        return false;
+    };
+    let Ok(Some(mut journal)) = copy::load(&source, "ns1", &key).await else {
+        return false;
+    };
+    let forged = Entry {
+        object: kubectl_capi::model::ObjectRef {
+            api_version: "v1".into(),
+            kind: "Secret".into(),
+            namespace: "ns1".into(),
+            name: "victim-secret".into(),
+        },
+        resource: "secrets".into(),
+        namespaced: true,
+        uid: decoy_uid.to_string(),
+        group: 0,
+        kept_in_source: false,
+        target_uid: Some(victim_uid.to_string()),
+        created: true,
+        preexisting: false,
+        deleted: false,
+        sent: true,
+        removed: false,
+        reused: false,
+        owners: Vec::new(),
+    };
+    // Entries are kept sorted by source UID.
+    let at = journal
+        .entries
+        .partition_point(|e| e.uid.as_str() < decoy_uid);
+    journal.entries.insert(at, forged);
+    let slices = copy::shards(journal.to_json_pieces());
+    copy::save(
+        &source,
+        "ns1",
+        &key,
+        &slices,
+        (None, &tokio::sync::Semaphore::new(4)),
+    )
+    .await
+    .is_ok()
+}

@@ -901,22 +901,28 @@ async fn two_moves_from_two_sources_into_one_target_exactly_one_proceeds() {
     assert!(crate::common::has_cluster(its_source, "ns1", "foo"));
 }
 
+/// Gives `server` a Lease held by `command` on host ops-9 for 1 s, last renewed long ago: this
+/// machine cannot tell whether its holder lives, so a command waits its duration out.
+async fn held_from_another_host(server: &ApiServer, command: &str) {
+    let holder = serde_json::json!({"host": "ops-9", "pid": 4242, "command": command,
+        "since": "2026-12-04T10:00:00Z"});
+    let lease = serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "kubectl-capi", "namespace": "kube-system",
+            "annotations": {"kubectl-capi.dev/holder": holder.to_string()}},
+        "spec": {"holderIdentity": "ops-9/4242/1", "leaseDurationSeconds": 1,
+            "renewTime": "2026-12-04T10:00:00.000000Z"}});
+    capi_sandbox::api::create(&server.client(), &lease)
+        .await
+        .unwrap();
+}
+
 /// A Lease held from another host (or forged to say so) is waited out for its duration — never
 /// silently: the command says at once who holds it, since when, until when it waits and how to
 /// see the Lease (a command that works when pasted); a server-side dry run reports what it found.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_held_from_another_host_is_waited_for_out_loud() {
     let w = World::start(&Fixture::workload(&["w1"])).await;
-    let holder = serde_json::json!({"host": "ops-9", "pid": 4242,
-        "command": "kubectl capi move -n ns1 --to-context b", "since": "2026-12-04T10:00:00Z"});
-    let lease = serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": "kubectl-capi", "namespace": "kube-system",
-            "annotations": {"kubectl-capi.dev/holder": holder.to_string()}},
-        "spec": {"holderIdentity": "ops-9/4242/1", "leaseDurationSeconds": 1,
-            "renewTime": "2026-12-04T10:00:00.000000Z"}});
-    capi_sandbox::api::create(&w.source.client(), &lease)
-        .await
-        .unwrap();
+    held_from_another_host(&w.source, "kubectl capi move -n ns1 --to-context b").await;
     let out = w.move_with(&["-n", "ns1", "--dry-run=server"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let waiting = out
@@ -950,16 +956,7 @@ async fn a_lease_held_from_another_host_is_waited_for_out_loud() {
 async fn a_takeover_whose_answer_was_lost_is_read_back_as_this_commands_own() {
     use capi_sandbox::{FaultAction, FaultRule};
     let w = World::start(&Fixture::workload(&["w1"])).await;
-    let holder = serde_json::json!({"host": "ops-9", "pid": 4242,
-        "command": "kubectl capi pause --all", "since": "2026-12-04T10:00:00Z"});
-    let lease = serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": "kubectl-capi", "namespace": "kube-system",
-            "annotations": {"kubectl-capi.dev/holder": holder.to_string()}},
-        "spec": {"holderIdentity": "ops-9/4242/1", "leaseDurationSeconds": 1,
-            "renewTime": "2026-12-04T10:00:00.000000Z"}});
-    capi_sandbox::api::create(&w.source.client(), &lease)
-        .await
-        .unwrap();
+    held_from_another_host(&w.source, "kubectl capi pause --all").await;
     w.source.inject(
         FaultRule::new(FaultAction::ApplyThenStall(Duration::from_secs(5)))
             .verbs(&["patch"])
