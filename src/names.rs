@@ -107,6 +107,10 @@ pub const FROZEN_BY_ANNOTATION: &str = "kubectl-capi.dev/frozen";
 pub const LEASE_NAMESPACE: &str = "kube-system";
 pub const LEASE_NAME: &str = "kubectl-capi";
 pub const LEASE_HOLDER_ANNOTATION: &str = "kubectl-capi.dev/holder";
+/// The header every guarded write carries: the `holderIdentity` of the lease its sender held
+/// when it went out, so a server's audit log (and the sandbox's fencing check) can tell which
+/// holder made each write.
+pub const LEASE_HOLDER_HEADER: &str = "kubectl-capi-lease-holder";
 
 /// The annotation a move sets on every object it creates in the target (its value: the move's
 /// own ID) and removes once its journal holds the copy's UID: the proof that an object of that

@@ -12,5 +12,7 @@ pub mod real_shape;
 pub mod wait;
 pub mod workload;
 
-pub use apiserver::{ApiServer, FaultAction, FaultRule, RequestRecord, ServerOptions, Serving};
+pub use apiserver::{
+    ApiServer, FaultAction, FaultRule, FencedWrite, RequestRecord, ServerOptions, Serving,
+};
 pub use wait::wait_until;

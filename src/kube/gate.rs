@@ -57,6 +57,8 @@ fn since_boot() -> Duration {
 #[derive(Debug)]
 pub struct Guard {
     url: String,
+    /// The lease's `holderIdentity` this process wrote: what each guarded write names.
+    identity: String,
     renewed: Mutex<Stamp>,
     /// How long after a renewal was sent it proves the lease held: well inside the lease's
     /// duration, so that whoever may take it over after a whole duration never meets a write.
@@ -66,10 +68,16 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// Held since `sent` (when the request that took it was sent).
-    pub fn new(url: &str, sent: Stamp, deadline: Duration, stop: &Stop) -> Arc<Guard> {
+    /// Held as `identity` since `sent` (when the request that took it was sent).
+    pub fn new(
+        (url, identity): (&str, &str),
+        sent: Stamp,
+        deadline: Duration,
+        stop: &Stop,
+    ) -> Arc<Guard> {
         Arc::new(Guard {
             url: url.to_string(),
+            identity: identity.to_string(),
             renewed: Mutex::new(sent),
             deadline,
             lost: Mutex::new(None),
@@ -196,20 +204,33 @@ impl WriteGate {
         &self,
         method: &http::Method,
         uri: &http::Uri,
-    ) -> Result<Option<Duration>, String> {
+    ) -> Result<Option<Admitted>, String> {
         if !is_write(method, uri) {
             return Ok(None);
         }
         let state = self.0.lock().expect("not poisoned").clone();
         match state {
             State::Unguarded => Ok(None),
-            State::Held(guard) => guard.remaining().map(Some),
+            State::Held(guard) => guard.remaining().map(|left| {
+                Some(Admitted {
+                    left,
+                    holder: guard.identity.clone(),
+                })
+            }),
             State::NotHeld => Err(format!(
                 "{method} {} was not sent: this command holds no lease of that cluster (a bug in kubectl-capi; please report it)",
                 uri.path()
             )),
         }
     }
+}
+
+/// A guarded write let through: how long its attempt may last, and the holder it names
+/// ([`crate::names::LEASE_HOLDER_HEADER`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    pub left: Duration,
+    pub holder: String,
 }
 
 /// A request that changes state: not a read, a dry run, an access review, or the lease's own.
@@ -278,6 +299,23 @@ mod tests {
                 .admit(&patch, &uri("/api/v1/namespaces/a/secrets/s"))
                 .is_ok()
         );
+        let stop = Stop::default();
+        let deadline = Duration::from_secs(40);
+        gate.hold(Guard::new(
+            ("https://a", "me"),
+            Stamp::now(),
+            deadline,
+            &stop,
+        ));
+        let admitted = gate
+            .admit(&patch, &uri("/api/v1/namespaces/a/secrets/s"))
+            .unwrap()
+            .expect("a guarded write");
+        assert_eq!(
+            admitted.holder, "me",
+            "it names the holder it is sent under"
+        );
+        assert!(admitted.left <= deadline);
     }
 
     #[test]
@@ -286,7 +324,12 @@ mod tests {
         let long_ago = Stamp {
             since_boot: since_boot().saturating_sub(Duration::from_secs(50)),
         };
-        let guard = Guard::new("https://a", long_ago, Duration::from_secs(40), &stop);
+        let guard = Guard::new(
+            ("https://a", "me"),
+            long_ago,
+            Duration::from_secs(40),
+            &stop,
+        );
         let gate = WriteGate::guarded();
         gate.hold(guard.clone());
         let why = gate

@@ -473,9 +473,14 @@ fn hold(
     stop: &Stop,
     took_over: Option<String>,
 ) -> Held {
-    let guard = Guard::new(&cluster.url, sent, renew_deadline(duration), stop);
-    cluster.gate.hold(guard.clone());
     let identity = identity_of(&lease).unwrap_or_default().to_string();
+    let guard = Guard::new(
+        (&cluster.url, &identity),
+        sent,
+        renew_deadline(duration),
+        stop,
+    );
+    cluster.gate.hold(guard.clone());
     let version = Arc::new(Mutex::new(
         lease.metadata.resource_version.clone().unwrap_or_default(),
     ));

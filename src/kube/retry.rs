@@ -215,16 +215,22 @@ pub async fn send(
     let deadline = tokio::time::Instant::now() + settings.request_timeout.saturating_mul(2);
     let within = |delay: Duration| tokio::time::Instant::now() + delay < deadline;
     let attempt_once = |mut request: Request<Body>, attempts: u32| async move {
-        let left = match settings.gate.admit(request.method(), request.uri()) {
-            Ok(left) => left,
+        let admitted = match settings.gate.admit(request.method(), request.uri()) {
+            Ok(admitted) => admitted,
             Err(why) => return Err(kube::Error::Service(Box::new(crate::error::NotHeld(why)))),
         };
-        // A guarded write waits no longer than its lease lasts, and says so to the server.
-        let timeout = left.map_or(settings.request_timeout, |left| {
-            left.min(settings.request_timeout)
+        // A guarded write waits no longer than its lease lasts, says so to the server, and
+        // names the holder it was sent under.
+        let timeout = admitted.as_ref().map_or(settings.request_timeout, |a| {
+            a.left.min(settings.request_timeout)
         });
-        if left.is_some() {
+        if let Some(admitted) = &admitted {
             *request.uri_mut() = with_timeout(request.uri(), timeout);
+            if let Ok(holder) = http::HeaderValue::from_str(&admitted.holder) {
+                request
+                    .headers_mut()
+                    .insert(crate::names::LEASE_HOLDER_HEADER, holder);
+            }
         }
         match tokio::time::timeout(timeout, client.send(request)).await {
             Ok(answer) => answer,

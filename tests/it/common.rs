@@ -205,6 +205,16 @@ impl Writes for capi_sandbox::ApiServer {
     }
 }
 
+/// The plugin's writes that `server` applied while their sender did not hold its lease (named
+/// none, or another holder than the Lease named then): the sandbox's fencing check.
+pub fn unfenced_writes(server: &capi_sandbox::ApiServer) -> Vec<capi_sandbox::FencedWrite> {
+    server
+        .fenced_writes()
+        .into_iter()
+        .filter(|w| w.agent.starts_with(PLUGIN_AGENT) && !w.fenced())
+        .collect()
+}
+
 pub use capi_sandbox::wait_until;
 
 /// Whether `server` holds the Cluster `namespace/name`.

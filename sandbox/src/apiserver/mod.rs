@@ -6,6 +6,7 @@ mod body;
 mod builtin_kinds;
 pub mod control;
 mod discovery;
+pub mod fencing;
 pub mod fields;
 mod handler;
 pub mod kubeconfig;
@@ -23,6 +24,7 @@ pub mod validation;
 mod watch;
 
 pub use control::{FaultAction, FaultRule, RequestRecord};
+pub use fencing::FencedWrite;
 
 pub use kubeconfig::{KubeconfigEntry, kubeconfig, write_kubeconfig};
 pub use server::*;

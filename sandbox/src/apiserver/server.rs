@@ -50,6 +50,7 @@ impl ApiServer {
             write_latency_us: AtomicU64::new(0),
             clock: AtomicU64::new(0),
             answers_held: AtomicUsize::new(0),
+            fences: parking_lot::Mutex::new(Vec::new()),
             address: Mutex::new("127.0.0.1:0".to_string()),
             shutdown,
         });
@@ -166,6 +167,12 @@ impl ApiServer {
     /// Every request served so far, in order.
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.shared.log.lock().clone()
+    }
+
+    /// Every write applied so far, with the lease holder it named and the one the server's
+    /// Lease named when it was applied (the fencing check: see [`super::fencing`]).
+    pub fn fenced_writes(&self) -> Vec<super::fencing::FencedWrite> {
+        self.shared.fences.lock().clone()
     }
 
     pub fn reset_requests(&self) {

@@ -53,6 +53,8 @@ pub(crate) struct Shared {
     pub(in crate::apiserver) state: Mutex<State>,
     pub(in crate::apiserver) options: ServerOptions,
     pub(in crate::apiserver) log: Mutex<Vec<RequestRecord>>,
+    /// Every applied write with the lease holder it named and the one the Lease named then.
+    pub(in crate::apiserver) fences: Mutex<Vec<crate::apiserver::fencing::FencedWrite>>,
     pub(in crate::apiserver) faults: Mutex<Faults>,
     pub(in crate::apiserver) policy: Mutex<Policy>,
     pub(in crate::apiserver) gc_enabled: AtomicBool,

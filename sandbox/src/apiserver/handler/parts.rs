@@ -199,6 +199,32 @@ pub(super) fn selectors(
 }
 
 impl Target {
+    /// Notes this write, applied under `state`, for the fencing check.
+    pub(super) fn fence(
+        &self,
+        shared: &crate::apiserver::shared::Shared,
+        state: &crate::apiserver::store::State,
+        headers: &HeaderMap,
+        dry_run: bool,
+    ) {
+        let path = [
+            Some(self.def.plural.as_str()),
+            self.namespace.as_deref(),
+            self.name.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("/");
+        crate::apiserver::fencing::note(
+            shared,
+            state,
+            headers,
+            (self.verb, &self.def.group, path),
+            dry_run,
+        );
+    }
+
     /// The (namespace, name) the request addresses.
     pub(super) fn key(&self) -> (String, String) {
         (

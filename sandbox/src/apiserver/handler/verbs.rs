@@ -61,8 +61,9 @@ pub(super) fn create(call: &Call<'_>, warnings: &mut Vec<String>) -> ApiResult<R
         return Ok(Reply::Json(201, review(shared, user, def, object, &ctx)));
     }
     let ctx = write_ctx(shared, target, query, headers);
+    let mut state = shared.state.lock();
     let created = ops::create(
-        &mut shared.state.lock(),
+        &mut state,
         def,
         version,
         target.namespace.as_deref(),
@@ -70,6 +71,8 @@ pub(super) fn create(call: &Call<'_>, warnings: &mut Vec<String>) -> ApiResult<R
         &ctx,
         false,
     )?;
+    target.fence(shared, &state, headers, ctx.dry_run);
+    drop(state);
     let mut answer = ops::at_version(&created, def, version);
     if ctx.dry_run
         && let Some(meta) = answer["metadata"].as_object_mut()
@@ -110,6 +113,7 @@ pub(super) fn update(call: &Call<'_>, warnings: &mut Vec<String>) -> ApiResult<R
         subresource: sub,
     };
     let updated = ops::update(&mut state, at, &old, new, UpdateKind::Put, &ctx)?;
+    target.fence(shared, &state, headers, ctx.dry_run);
     if target.subresource.as_deref() == Some("scale") {
         return Ok(Reply::Json(
             200,
@@ -124,6 +128,7 @@ pub(super) fn delete(call: &Call<'_>) -> ApiResult<Reply> {
     let Call {
         shared,
         target,
+        headers,
         query,
         content_type,
         body,
@@ -133,14 +138,16 @@ pub(super) fn delete(call: &Call<'_>) -> ApiResult<Reply> {
     let options = delete_options(body, content_type)?;
     let dry_run = options.dry_run(query);
     let mut state = shared.state.lock();
-    match ops::delete(
+    let deleted = ops::delete(
         &mut state,
         def,
         &target.key(),
         &options.0,
         dry_run,
         &ops::now(),
-    )? {
+    )?;
+    target.fence(shared, &state, headers, dry_run);
+    match deleted {
         Deleted::Removed(object) => Ok(Reply::Json(
             200,
             success_status(
@@ -158,6 +165,7 @@ pub(super) fn delete_collection(call: &Call<'_>) -> ApiResult<Reply> {
     let Call {
         shared,
         target,
+        headers,
         query,
         content_type,
         body,
@@ -180,6 +188,9 @@ pub(super) fn delete_collection(call: &Call<'_>) -> ApiResult<Reply> {
         if ops::delete(&mut state, def, &k, &options.0, dry_run, &time).is_ok() {
             items.push(ops::at_version(&object, def, version));
         }
+    }
+    if !items.is_empty() {
+        target.fence(shared, &state, headers, dry_run);
     }
     Ok(Reply::Json(
         200,

@@ -84,6 +84,7 @@ pub(super) fn patch(
         };
         let (object, created) =
             ops::server_side_apply(&mut state, at, &key, applied, query.flag("force"), &ctx)?;
+        target.fence(shared, &state, headers, ctx.dry_run);
         let mut answer = ops::at_version(&object, def, version);
         if ctx.dry_run
             && created
@@ -129,6 +130,7 @@ pub(super) fn patch(
         subresource: sub,
     };
     let updated = ops::update(&mut state, at, &old, working, UpdateKind::Patch, &ctx)?;
+    target.fence(shared, &state, headers, ctx.dry_run);
     if is_scale {
         return Ok(Reply::Json(
             200,
