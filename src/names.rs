@@ -107,6 +107,10 @@ pub const FROZEN_BY_ANNOTATION: &str = "kubectl-capi.dev/frozen";
 pub const LEASE_NAMESPACE: &str = "kube-system";
 pub const LEASE_NAME: &str = "kubectl-capi";
 pub const LEASE_HOLDER_ANNOTATION: &str = "kubectl-capi.dev/holder";
+/// Beside each renewal: when it was sent, in milliseconds on its host's boot clock
+/// (`CLOCK_BOOTTIME`), so a taker on that host counts the holder's last writes out on a clock
+/// that never steps.
+pub const LEASE_RENEWED_ANNOTATION: &str = "kubectl-capi.dev/renewed-since-boot";
 /// The header every guarded write carries: the `holderIdentity` of the lease its sender held
 /// when it went out, so a server's audit log (and the sandbox's fencing check) can tell which
 /// holder made each write.

@@ -30,6 +30,17 @@ impl Stamp {
     pub fn elapsed(&self) -> Duration {
         since_boot().saturating_sub(self.since_boot)
     }
+
+    /// Milliseconds since boot, as a Lease records a renewal's stamp for a taker on this host.
+    pub fn millis(&self) -> u64 {
+        u64::try_from(self.since_boot.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    pub fn from_millis(millis: u64) -> Stamp {
+        Stamp {
+            since_boot: Duration::from_millis(millis),
+        }
+    }
 }
 
 /// Time since boot, suspended time included, where the platform tells it; else time on the

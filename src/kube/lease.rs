@@ -28,7 +28,9 @@ use super::gate::{Guard, Stamp};
 pub use super::holder::Holder;
 use super::{connect::Cluster, stop::Stop};
 use crate::error::{Error, Result};
-use crate::names::{LEASE_HOLDER_ANNOTATION, LEASE_NAME, LEASE_NAMESPACE};
+use crate::names::{
+    LEASE_HOLDER_ANNOTATION, LEASE_NAME, LEASE_NAMESPACE, LEASE_RENEWED_ANNOTATION,
+};
 
 /// Where a command says what it waits for while it watches a Lease another holds (the
 /// printer's warning line): a wait is never silent.
@@ -218,18 +220,9 @@ async fn judge(cluster: &Cluster, found: Lease, tell: Tell<'_>) -> Result<Judged
 
 /// A holder that ended on this machine may have sent writes just before: each could last until
 /// its renew deadline (an attempt waits no longer, and tells the server so), counted from its
-/// last renewal. This machine's own clock wrote that renewal's time, so it is waited out here —
-/// at most one renew deadline — before the lease is taken over.
+/// last renewal. That is waited out here before the lease is taken over.
 async fn wait_out_last_writes(found: &Lease, who: &str, tell: Tell<'_>) {
-    let Some(renewed) = found.spec.as_ref().and_then(|s| s.renew_time.as_ref()) else {
-        return;
-    };
-    let deadline = renew_deadline(duration_of(found));
-    let since = jiff::Timestamp::now().duration_since(renewed.0);
-    let Ok(since) = Duration::try_from(since) else {
-        return;
-    };
-    let left = deadline.saturating_sub(since);
+    let left = last_writes_left(found, Stamp::now());
     if left.is_zero() {
         return;
     }
@@ -238,6 +231,26 @@ async fn wait_out_last_writes(found: &Lease, who: &str, tell: Tell<'_>) {
         left.as_secs_f64().ceil()
     ));
     tokio::time::sleep(left).await;
+}
+
+/// How long a holder that ended on this machine may still have writes landing, at `now`:
+/// counted on this machine's boot clock, which the holder recorded beside its last renewal
+/// ([`LEASE_RENEWED_ANNOTATION`]) — never on the wall clock, which may have stepped since. A
+/// holder that recorded none, or a stamp later than now, gets the whole deadline.
+fn last_writes_left(found: &Lease, now: Stamp) -> Duration {
+    let deadline = renew_deadline(duration_of(found));
+    let renewed = found
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(LEASE_RENEWED_ANNOTATION))
+        .and_then(|text| text.parse::<u64>().ok());
+    match renewed {
+        Some(renewed) if renewed <= now.millis() => {
+            deadline.saturating_sub(Duration::from_millis(now.millis() - renewed))
+        }
+        _ => deadline,
+    }
 }
 
 /// What a command says as it starts watching `found`: who holds it, when it was last renewed,
@@ -343,7 +356,7 @@ impl Claim {
         }
     }
 
-    fn fresh(&self) -> Lease {
+    fn fresh(&self, sent: Stamp) -> Lease {
         Lease {
             metadata: ObjectMeta {
                 name: Some(LEASE_NAME.into()),
@@ -352,7 +365,11 @@ impl Claim {
                     [("app.kubernetes.io/managed-by".into(), "kubectl-capi".into())].into(),
                 ),
                 annotations: Some(
-                    [(LEASE_HOLDER_ANNOTATION.into(), self.holder_text.clone())].into(),
+                    [
+                        (LEASE_HOLDER_ANNOTATION.into(), self.holder_text.clone()),
+                        (LEASE_RENEWED_ANNOTATION.into(), sent.millis().to_string()),
+                    ]
+                    .into(),
                 ),
                 ..ObjectMeta::default()
             },
@@ -377,7 +394,7 @@ pub async fn take(cluster: &Cluster, command: &str, stop: &Stop, tell: Tell<'_>)
     for _ in 0..4 {
         let sent = Stamp::now();
         let found = match read(cluster).await? {
-            None => match api.create(&PostParams::default(), &claim.fresh()).await {
+            None => match api.create(&PostParams::default(), &claim.fresh(sent)).await {
                 Ok(lease) => return Ok(hold(cluster, lease, (sent, duration), stop, None)),
                 // Someone created it between the read and the create: judge theirs.
                 Err(kube::Error::Api(s)) if s.code == 409 => continue,
@@ -398,7 +415,7 @@ pub async fn take(cluster: &Cluster, command: &str, stop: &Stop, tell: Tell<'_>)
             Judged::Abandoned(lease, why) => (lease, Some(why)),
         };
         let sent = Stamp::now();
-        let lease = take_over(cluster, &found, &claim).await?;
+        let lease = take_over(cluster, &found, &claim, sent).await?;
         let note = note.map(|why| {
             format!(
                 "took over the lease {LEASE_NAMESPACE}/{LEASE_NAME} of the cluster at {}: {why}",
@@ -415,7 +432,7 @@ pub async fn take(cluster: &Cluster, command: &str, stop: &Stop, tell: Tell<'_>)
 
 /// Takes a free or abandoned Lease with a resourceVersion-conditioned patch: of two commands
 /// doing so at once, one gets it.
-async fn take_over(cluster: &Cluster, found: &Lease, claim: &Claim) -> Result<Lease> {
+async fn take_over(cluster: &Cluster, found: &Lease, claim: &Claim, sent: Stamp) -> Result<Lease> {
     let transitions = found
         .spec
         .as_ref()
@@ -424,7 +441,10 @@ async fn take_over(cluster: &Cluster, found: &Lease, claim: &Claim) -> Result<Le
     let takeover = json!({
         "metadata": {
             "resourceVersion": found.metadata.resource_version,
-            "annotations": {LEASE_HOLDER_ANNOTATION: claim.holder_text},
+            "annotations": {
+                LEASE_HOLDER_ANNOTATION: claim.holder_text,
+                LEASE_RENEWED_ANNOTATION: sent.millis().to_string(),
+            },
         },
         "spec": {
             "holderIdentity": claim.identity,
@@ -520,11 +540,12 @@ async fn renew(
             return;
         }
         let current = version.lock().expect("not poisoned").clone();
+        let sent = Stamp::now();
         let patch = json!({
-            "metadata": {"resourceVersion": current},
+            "metadata": {"resourceVersion": current,
+                "annotations": {LEASE_RENEWED_ANNOTATION: sent.millis().to_string()}},
             "spec": {"holderIdentity": identity, "renewTime": micro_now()},
         });
-        let sent = Stamp::now();
         let left = guard.deadline().saturating_sub(guard.age());
         let attempt = tokio::time::timeout(
             left,
@@ -745,6 +766,40 @@ mod tests {
         assert_eq!(renew_deadline(duration), Duration::from_secs(40));
         assert!(renew_interval(duration) * 4 < renew_deadline(duration));
         assert!(poll_interval(duration) < renew_interval(duration));
+    }
+
+    #[test]
+    fn a_dead_holders_last_writes_are_counted_on_the_boot_clock_not_the_wall_clock() {
+        let lease = |renewed: Option<&str>, renew_time: &str| Lease {
+            metadata: ObjectMeta {
+                annotations: renewed
+                    .map(|r| [(LEASE_RENEWED_ANNOTATION.to_string(), r.to_string())].into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                lease_duration_seconds: Some(60),
+                renew_time: Some(MicroTime(renew_time.parse().unwrap())),
+                ..LeaseSpec::default()
+            }),
+        };
+        let now = Stamp::from_millis(1_000_000);
+        // Renewed 10 s ago on this boot: 30 s of its 40 s deadline left, whatever the wall
+        // clock says it wrote (a year ahead, or long ago: the clock stepped since).
+        for wall in ["2027-12-07T00:00:00Z", "2000-01-01T00:00:00Z"] {
+            let left = last_writes_left(&lease(Some("990000"), wall), now);
+            assert_eq!(left, Duration::from_secs(30), "{wall}");
+        }
+        assert_eq!(
+            last_writes_left(&lease(Some("0"), "2000-01-01T00:00:00Z"), now),
+            Duration::ZERO
+        );
+        for unproven in [None, Some("later"), Some("2000000")] {
+            assert_eq!(
+                last_writes_left(&lease(unproven, "2000-01-01T00:00:00Z"), now),
+                Duration::from_secs(40),
+                "{unproven:?}: the whole deadline"
+            );
+        }
     }
 
     #[test]

@@ -175,8 +175,11 @@ pub async fn expire_lease(server: &capi_sandbox::ApiServer) {
     }
     let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
         kube::Api::namespaced(server.client(), "kube-system");
-    let long_ago = serde_json::json!({"spec": {
-        "renewTime": "2000-01-01T00:00:00.000000Z", "acquireTime": "2000-01-01T00:00:00.000000Z"}});
+    // Its renewal stamp on the boot clock too: at boot, longer ago than any renew deadline.
+    let long_ago = serde_json::json!({
+        "metadata": {"annotations": {"kubectl-capi.dev/renewed-since-boot": "0"}},
+        "spec": {"renewTime": "2000-01-01T00:00:00.000000Z",
+            "acquireTime": "2000-01-01T00:00:00.000000Z"}});
     leases
         .patch(
             "kubectl-capi",
