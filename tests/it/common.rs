@@ -14,6 +14,12 @@ use capi_sandbox::{ApiServer, ServerOptions, Serving};
 
 pub const PLUGIN: &str = env!("CARGO_BIN_EXE_kubectl-capi");
 
+/// The plugin the commands run: this build, or the one `KUBECTL_CAPI_TEST_BUILD` names (to search
+/// an older build for what the fault search finds, say).
+pub fn plugin_binary() -> PathBuf {
+    std::env::var_os("KUBECTL_CAPI_TEST_BUILD").map_or_else(|| PathBuf::from(PLUGIN), PathBuf::from)
+}
+
 pub struct Sandbox {
     pub server: ApiServer,
     pub serving: Serving,
@@ -76,7 +82,7 @@ impl Sandbox {
 /// The plugin as a child process with a clean environment: only `kubeconfig`, a private HOME and
 /// a per-test-run state directory (move journals).
 pub fn plugin_command(kubeconfig: Option<&Path>, args: &[&str]) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(PLUGIN);
+    let mut command = tokio::process::Command::new(plugin_binary());
     command.args(args);
     isolated(&mut command, kubeconfig);
     command
@@ -90,7 +96,8 @@ pub fn pasted_command(kubeconfig: Option<&Path>, hint: &str) -> tokio::process::
     let mut command = tokio::process::Command::new("bash");
     command.args(["-c", hint]);
     isolated(&mut command, kubeconfig);
-    let bin_dir = Path::new(PLUGIN).parent().unwrap();
+    let binary = plugin_binary();
+    let bin_dir = binary.parent().unwrap();
     let path = std::env::var("PATH").unwrap_or_default();
     command.env("PATH", format!("{}:{path}", bin_dir.display()));
     command
@@ -225,4 +232,65 @@ pub fn has_cluster(server: &ApiServer, namespace: &str, name: &str) -> bool {
     server
         .object("cluster.x-k8s.io", "clusters", namespace, name)
         .is_some()
+}
+
+/// Seeded mutations of `valid` (bytes flipped, inserted, cut, repeated; special bytes and
+/// numbers put in): the same for the same seed.
+pub fn mutations(valid: &str, seed: u64, count: usize) -> Vec<Vec<u8>> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let specials: &[&[u8]] = &[
+        b"\n",
+        b"\0",
+        b"\"",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b":",
+        b"-1",
+        b"18446744073709551616",
+        b"\xff\xfe",
+        b"\\u0000",
+        b"null",
+        b"true",
+        b"1e999",
+        b"&a",
+        b"*a",
+        b"!!binary",
+    ];
+    (0..count)
+        .map(|_| {
+            let mut bytes = valid.as_bytes().to_vec();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() as usize) % (bytes.len() + 1);
+                match next() % 5 {
+                    0 => bytes.truncate(at),
+                    1 => bytes
+                        .splice(
+                            at..at,
+                            specials[(next() as usize) % specials.len()].iter().copied(),
+                        )
+                        .for_each(drop),
+                    2 if at < bytes.len() => bytes[at] ^= 1 << (next() % 8),
+                    3 if at < bytes.len() => {
+                        let end = (at + (next() as usize) % 16).min(bytes.len());
+                        bytes.drain(at..end);
+                    }
+                    _ => {
+                        let end = (at + (next() as usize) % 32).min(bytes.len());
+                        let piece = bytes[at..end].to_vec();
+                        bytes.splice(at..at, piece).for_each(drop);
+                    }
+                }
+            }
+            bytes
+        })
+        .collect()
 }

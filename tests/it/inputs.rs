@@ -6,69 +6,12 @@ use kubectl_capi::kube::holder::Holder;
 use kubectl_capi::kube::inline_only::{forbidden_fields, unlisted_fields};
 use kubectl_capi::mover::journal::Journal;
 
-/// Mutations of `valid`, the same for the same seed.
-fn mutations(valid: &str, seed: u64, count: usize) -> Vec<Vec<u8>> {
-    let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    let specials: &[&[u8]] = &[
-        b"\n",
-        b"\0",
-        b"\"",
-        b"{",
-        b"}",
-        b"[",
-        b"]",
-        b":",
-        b"-1",
-        b"18446744073709551616",
-        b"\xff\xfe",
-        b"\\u0000",
-        b"null",
-        b"true",
-        b"1e999",
-        b"&a",
-        b"*a",
-        b"!!binary",
-    ];
-    (0..count)
-        .map(|_| {
-            let mut bytes = valid.as_bytes().to_vec();
-            for _ in 0..1 + next() % 4 {
-                let at = (next() as usize) % (bytes.len() + 1);
-                match next() % 5 {
-                    0 => bytes.truncate(at),
-                    1 => bytes
-                        .splice(
-                            at..at,
-                            specials[(next() as usize) % specials.len()].iter().copied(),
-                        )
-                        .for_each(drop),
-                    2 if at < bytes.len() => bytes[at] ^= 1 << (next() % 8),
-                    3 if at < bytes.len() => {
-                        let end = (at + (next() as usize) % 16).min(bytes.len());
-                        bytes.drain(at..end);
-                    }
-                    _ => {
-                        let end = (at + (next() as usize) % 32).min(bytes.len());
-                        let piece = bytes[at..end].to_vec();
-                        bytes.splice(at..at, piece).for_each(drop);
-                    }
-                }
-            }
-            bytes
-        })
-        .collect()
-}
-
 /// Runs `read` on every mutation of `valid`; says which input panicked.
 fn never_panics(valid: &str, read: impl Fn(&str) + std::panic::RefUnwindSafe) {
-    for (i, bytes) in mutations(valid, 7, 3000).into_iter().enumerate() {
+    for (i, bytes) in crate::common::mutations(valid, 7, 3000)
+        .into_iter()
+        .enumerate()
+    {
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let outcome = std::panic::catch_unwind(|| read(&text));
         assert!(outcome.is_ok(), "mutation {i} panicked: {text:?}");

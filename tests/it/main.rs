@@ -4,6 +4,7 @@ mod agreement;
 mod backup;
 mod catalog;
 mod cli;
+mod clock_step;
 mod common;
 mod demo;
 mod fault_search;

@@ -34,6 +34,8 @@ pub struct World {
     pub dir: tempfile::TempDir,
     /// The source's objects as loaded (before the move), by `Kind ns/name`.
     pub loaded: BTreeMap<String, Value>,
+    /// Environment every command of this world runs with (a lease duration, a stepped clock).
+    env: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 impl World {
@@ -71,6 +73,7 @@ impl World {
             serving: Some(serving),
             dir,
             loaded,
+            env: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -158,7 +161,15 @@ impl World {
         let mut command =
             crate::common::plugin_command(Some(&self.dir.path().join("kubeconfig")), args);
         command.env("XDG_STATE_HOME", self.state_dir());
+        command.envs(self.env.lock().unwrap().clone());
         command
+    }
+
+    /// Every later command of this world runs with `name=value`.
+    pub fn set_env(&self, name: &str, value: &str) {
+        let mut env = self.env.lock().unwrap();
+        env.retain(|(n, _)| n != name);
+        env.push((name.to_string(), value.to_string()));
     }
 
     /// A hint the plugin printed, pasted into a shell against this world.
@@ -166,6 +177,7 @@ impl World {
         let mut command =
             crate::common::pasted_command(Some(&self.dir.path().join("kubeconfig")), hint);
         command.env("XDG_STATE_HOME", self.state_dir());
+        command.envs(self.env.lock().unwrap().clone());
         let output = command.output().await.unwrap();
         output.into()
     }
@@ -501,6 +513,25 @@ pub fn write_attempts(world: &World) -> [(usize, usize); 2] {
 /// Starts the plugin and SIGKILLs it at `point`. Returns whether it was killed (false: it
 /// finished first).
 pub async fn kill_at(world: &World, args: &[&str], point: KillPoint) -> bool {
+    let (mut child, reached) = run_to(world, args, point).await;
+    if !reached {
+        return false;
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    // A killed holder leaves its lease until it expires; the run after it takes it over.
+    for server in [&world.source, &world.target] {
+        crate::common::expire_lease(server).await;
+    }
+    true
+}
+
+/// Starts the plugin and returns it once it reaches `point` (`true`), or once it ended first.
+pub async fn run_to(
+    world: &World,
+    args: &[&str],
+    point: KillPoint,
+) -> (tokio::process::Child, bool) {
     let before = world.writes_per_server();
     let servers = [&world.source, &world.target];
     if let KillPoint::Unanswered { server, skip } = point {
@@ -535,16 +566,10 @@ pub async fn kill_at(world: &World, args: &[&str], point: KillPoint) -> bool {
             KillPoint::Unanswered { server, .. } => servers[server].answers_held() > 0,
         };
         if reached {
-            child.start_kill().unwrap();
-            child.wait().await.unwrap();
-            // A killed holder leaves its lease until it expires; the run after it takes it over.
-            for server in servers {
-                crate::common::expire_lease(server).await;
-            }
-            return true;
+            return (child, true);
         }
         if child.try_wait().unwrap().is_some() {
-            return false;
+            return (child, false);
         }
         tokio::time::sleep(std::time::Duration::from_micros(200)).await;
     }
