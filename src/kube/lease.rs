@@ -48,15 +48,20 @@ pub const MAX_DURATION_SECONDS: u64 = 86_400;
 /// The lease duration [`DURATION_ENV`] sets, if it is set: whole seconds from 1 to
 /// [`MAX_DURATION_SECONDS`]; anything else is a usage error before any request.
 pub fn duration_from_env() -> std::result::Result<Option<Duration>, String> {
-    let Some(text) = std::env::var_os(DURATION_ENV) else {
-        return Ok(None);
-    };
+    std::env::var_os(DURATION_ENV)
+        .map(|text| duration_from_text(&text))
+        .transpose()
+}
+
+/// A lease duration as [`DURATION_ENV`] gives it: whole seconds from 1 to
+/// [`MAX_DURATION_SECONDS`], else why not.
+pub fn duration_from_text(text: &std::ffi::OsStr) -> std::result::Result<Duration, String> {
     let seconds = text
         .to_str()
         .and_then(|t| t.parse::<u64>().ok())
         .filter(|s| (1..=MAX_DURATION_SECONDS).contains(s));
     match seconds {
-        Some(seconds) => Ok(Some(Duration::from_secs(seconds))),
+        Some(seconds) => Ok(Duration::from_secs(seconds)),
         None => Err(format!(
             "{DURATION_ENV}={} is not a whole number of seconds from 1 to {MAX_DURATION_SECONDS}; set one in that range or unset it for the default of {}s",
             text.to_string_lossy(),

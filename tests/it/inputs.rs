@@ -59,6 +59,9 @@ fn a_journal_never_panics_its_reader() {
         if let Ok(mut journal) = Journal::parse(text) {
             let _ = journal.to_json_pieces().count();
             let _ = journal.finished_record();
+            let _ = (journal.progress(), journal.moved_clusters().len());
+            let _ = journal.entry("u").is_some();
+            let _ = journal.created_by_this_move("t");
         }
     });
 }
@@ -74,4 +77,27 @@ fn a_lease_holder_record_never_panics_its_reader() {
             let _ = holder.gone_from_this_machine();
         }
     });
+}
+
+#[test]
+fn a_lease_duration_from_the_environment_never_panics_and_stays_in_range() {
+    use kubectl_capi::kube::lease::{MAX_DURATION_SECONDS, duration_from_text};
+    let mut checked = 0;
+    for valid in ["60", "1", "86400", "18446744073709551615", "2147483647"] {
+        for bytes in crate::common::mutations(valid, 11, 2000) {
+            let text = std::ffi::OsString::from(String::from_utf8_lossy(&bytes).into_owned());
+            let read = std::panic::catch_unwind(|| duration_from_text(&text));
+            let Ok(read) = read else {
+                panic!("{text:?} panicked");
+            };
+            if let Ok(duration) = read {
+                assert!(
+                    (1..=MAX_DURATION_SECONDS).contains(&duration.as_secs()),
+                    "{text:?} gave {duration:?}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 10_000);
 }
