@@ -229,7 +229,7 @@ fn schedule(seed: u64) -> Schedule {
     let rollback_killed_at = dice.chance(30).then(|| 1 + dice.below(20) as usize);
     // The dimensions added later draw from their own stream, so that the seeds kept as
     // regressions still make the interruption and the intrusion they were found with.
-    let mut more = Dice(seed ^ 0x5eed_0f_c10c);
+    let mut more = Dice(seed ^ 0x005e_ed0f_c10c);
     let others = [
         Other::Again,
         Other::Rollback,
