@@ -50,7 +50,7 @@ where
         for (name, flag) in cluster_names(&cli.command) {
             validate::cluster_name(name, flag).map_err(Error::Usage)?;
         }
-        kube::lease::duration_from_env().map_err(Error::Usage)?;
+        kube::lease_timing::duration_from_env().map_err(Error::Usage)?;
         Ok(settings)
     }) {
         Ok(settings) => settings,

@@ -7,6 +7,7 @@ pub mod gate;
 pub mod holder;
 pub mod inline_only;
 pub mod lease;
+pub mod lease_timing;
 pub mod retry;
 pub mod stop;
 pub mod url;

@@ -769,7 +769,7 @@ async fn a_lease_duration_a_real_server_refuses_is_a_usage_error_before_any_requ
     ] {
         let mut command =
             crate::common::plugin_command(Some(&sandbox.kubeconfig), &["pause", "--all"]);
-        command.env(kubectl_capi::kube::lease::DURATION_ENV, value);
+        command.env(kubectl_capi::kube::lease_timing::DURATION_ENV, value);
         let output: Output = command.output().await.unwrap().into();
         assert_one_line_error(
             &output,

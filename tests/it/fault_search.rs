@@ -485,7 +485,7 @@ async fn bad_duration(w: &World, value: &str, seen: &mut Seen) {
     let before = [&w.source, &w.target].map(|s| s.mutations().len());
     let out: crate::common::Output = w
         .command(&MOVE_NS1)
-        .env(kubectl_capi::kube::lease::DURATION_ENV, value)
+        .env(kubectl_capi::kube::lease_timing::DURATION_ENV, value)
         .output()
         .await
         .unwrap()
@@ -631,7 +631,7 @@ async fn search(seed: u64) -> Result<(), String> {
     ) {
         // Short leases: a taker watches a stopped holder 3 s, a concurrent command sees a
         // renewal within a second.
-        w.set_env(kubectl_capi::kube::lease::DURATION_ENV, "3");
+        w.set_env(kubectl_capi::kube::lease_timing::DURATION_ENV, "3");
     }
     let mut seen = Seen::default();
     if let Some(value) = plan.bad_lease_seconds {

@@ -81,7 +81,7 @@ fn a_lease_holder_record_never_panics_its_reader() {
 
 #[test]
 fn a_lease_duration_from_the_environment_never_panics_and_stays_in_range() {
-    use kubectl_capi::kube::lease::{MAX_DURATION_SECONDS, duration_from_text};
+    use kubectl_capi::kube::lease_timing::{MAX_DURATION_SECONDS, duration_from_text};
     let mut checked = 0;
     for valid in ["60", "1", "86400", "18446744073709551615", "2147483647"] {
         for bytes in crate::common::mutations(valid, 11, 2000) {

@@ -8,6 +8,7 @@ mod clock_step;
 mod common;
 mod demo;
 mod fault_search;
+mod fencing;
 mod freeze;
 mod inputs;
 mod krew;

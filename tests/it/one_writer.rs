@@ -8,7 +8,7 @@ use std::time::Duration;
 use capi_sandbox::{ApiServer, FaultAction, FaultRule};
 
 use crate::common::Writes;
-use crate::move_world::{Fixture, KillPoint, MOVE_NS1, World, end_state, kill_at};
+use crate::move_world::{Fixture, MOVE_NS1, World, end_state};
 
 /// Someone else at another terminal: impersonated, so the servers log their writes apart.
 const INTRUDER: &str = "intruder";
@@ -125,7 +125,7 @@ async fn intruders_during(verb: &str, in_target: bool, intruders: Vec<(&str, Vec
     // Slow enough that every intruder is refused while the move still writes.
     slow(server, verb, Duration::from_millis(300));
     // A short lease: its renewals (a twelfth of it) show the intruders at once that it lives.
-    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "3")]);
+    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease_timing::DURATION_ENV, "3")]);
     let pid = mover.id().unwrap();
     until(&mut mover, || objects_written(server, verb) >= 2).await;
     for (what, args) in intruders {
@@ -206,7 +206,7 @@ async fn of_two_identical_moves_started_together_exactly_one_proceeds() {
     slow(&w.target, "create", Duration::from_millis(50));
     let run = || async {
         let mut command = w.command(&MOVE_NS1);
-        command.env(kubectl_capi::kube::lease::DURATION_ENV, "3");
+        command.env(kubectl_capi::kube::lease_timing::DURATION_ENV, "3");
         crate::common::Output::from(command.output().await.unwrap())
     };
     let (a, b) = tokio::join!(run(), run());
@@ -243,7 +243,7 @@ async fn a_killed_holders_lease_is_taken_over_once_its_last_writes_are_done() {
     let w = World::start(&fixture).await;
     slow(&w.target, "create", Duration::from_millis(100));
     // A 3 s lease: its writes last at most its 2 s renew deadline.
-    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "3")]);
+    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease_timing::DURATION_ENV, "3")]);
     let pid = mover.id().unwrap();
     until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
     mover.start_kill().unwrap();
@@ -273,7 +273,7 @@ async fn a_killed_holders_lease_is_taken_over_once_its_last_writes_are_done() {
         out.stderr
     );
     assert!(
-        started.elapsed() < kubectl_capi::kube::lease::DEFAULT_DURATION,
+        started.elapsed() < kubectl_capi::kube::lease_timing::DEFAULT_DURATION,
         "no waiting for the lease to go unrenewed"
     );
     assert!(
@@ -575,7 +575,7 @@ async fn a_holder_that_loses_its_lease_stops_writing_and_can_be_resumed() {
     let (clean_source, clean_target) = clean_end_state(&fixture).await;
     let w = World::start(&fixture).await;
     slow(&w.target, "create", Duration::from_millis(150));
-    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "2")]);
+    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease_timing::DURATION_ENV, "2")]);
     until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
     // Another command takes the lease over (as it may once a holder seems gone).
     let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
@@ -752,7 +752,7 @@ async fn stopped_past_its_lease(from_here: bool) -> World {
     let w = World::start(&fixture).await;
     grant_intruder(&w);
     slow(&w.target, "create", Duration::from_millis(150));
-    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease::DURATION_ENV, "2")]);
+    let mut mover = start_move(&w, &[(kubectl_capi::kube::lease_timing::DURATION_ENV, "2")]);
     let pid = mover.id().unwrap().to_string();
     until(&mut mover, || objects_written(&w.target, "create") >= 2).await;
     let signal = |which: &str| {
@@ -817,49 +817,6 @@ async fn stopped_past_its_lease(from_here: bool) -> World {
     w
 }
 
-/// Every write a move applies names the lease holder it was sent under, and that is who held the
-/// cluster's Lease when the server applied it (the sandbox's fencing check): a move, and a
-/// rollback after it, in both clusters.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_write_is_applied_under_the_lease_its_sender_holds() {
-    let w = World::start(&Fixture::workload(&["w1"])).await;
-    let rollback = [&MOVE_NS1[..], &["--rollback"]].concat();
-    assert!(kill_at(&w, &MOVE_NS1, KillPoint::Writes(12)).await);
-    crate::common::expire_lease(&w.source).await;
-    crate::common::expire_lease(&w.target).await;
-    let out = w.plugin(&rollback).await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let mut holders = std::collections::BTreeSet::new();
-    for server in [&w.source, &w.target] {
-        let named: Vec<capi_sandbox::FencedWrite> = server
-            .fenced_writes()
-            .into_iter()
-            .filter(|w| w.agent.starts_with(crate::common::PLUGIN_AGENT))
-            .collect();
-        let applied = server
-            .mutations()
-            .into_iter()
-            .filter(|r| {
-                r.agent.starts_with(crate::common::PLUGIN_AGENT) && !crate::common::is_lease(r)
-            })
-            .count();
-        assert!(applied > 0);
-        assert_eq!(named.len(), applied, "the check saw every write");
-        // `host/pid/…`: one identity per process and cluster.
-        holders.extend(named.iter().map(|w| {
-            let named = w.named.clone().unwrap_or_default();
-            named.split('/').nth(1).unwrap_or_default().to_string()
-        }));
-        let unfenced = crate::common::unfenced_writes(server);
-        assert!(unfenced.is_empty(), "{unfenced:#?}");
-    }
-    assert_eq!(
-        holders.len(),
-        2,
-        "the move's and the rollback's: {holders:?}"
-    );
-}
-
 /// Two moves from two management clusters into one target, the same Cluster names, started
 /// together: both hold the target's lease for their whole run, so exactly one proceeds; the other
 /// is refused naming it and writes nothing in either of its clusters.
@@ -884,7 +841,7 @@ async fn two_moves_from_two_sources_into_one_target_exactly_one_proceeds() {
     let world_kubeconfig = w.dir.path().join("kubeconfig");
     let run = |args: Vec<String>| {
         let mut command = w.command(&args.iter().map(String::as_str).collect::<Vec<_>>());
-        command.env(kubectl_capi::kube::lease::DURATION_ENV, "3");
+        command.env(kubectl_capi::kube::lease_timing::DURATION_ENV, "3");
         async move { crate::common::Output::from(command.output().await.unwrap()) }
     };
     let from_other: Vec<String> = [

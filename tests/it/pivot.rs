@@ -215,7 +215,7 @@ async fn a_pivot_killed_after_its_secret_left_the_source_resumes_through_the_kub
     );
     // A short lease, so that the killed holder's is taken over soon.
     let mut child = command
-        .env(kubectl_capi::kube::lease::DURATION_ENV, "1")
+        .env(kubectl_capi::kube::lease_timing::DURATION_ENV, "1")
         .spawn()
         .unwrap();
     let secret_gone = || {

@@ -6,7 +6,6 @@
 use http::HeaderMap;
 use serde_json::Value;
 
-use crate::apiserver::shared::Shared;
 use crate::apiserver::store::State;
 
 /// The header a guarded write names its holder in.
@@ -33,17 +32,16 @@ impl FencedWrite {
     }
 }
 
-/// Notes an applied write (`state` still locked by the write, so the Lease read is the one it
-/// was applied under). Dry runs and the Lease's own writes are not noted.
+/// What the check notes of an applied write (`state` still locked by the write, so the Lease
+/// read is the one it was applied under). Dry runs and the Lease's own writes are not noted.
 pub(in crate::apiserver) fn note(
-    shared: &Shared,
     state: &State,
     headers: &HeaderMap,
     (verb, group, path): (&str, &str, String),
     dry_run: bool,
-) {
+) -> Option<FencedWrite> {
     if dry_run || group == "coordination.k8s.io" {
-        return;
+        return None;
     }
     let text = |name: &str| {
         headers
@@ -55,13 +53,13 @@ pub(in crate::apiserver) fn note(
         &("coordination.k8s.io".to_string(), "leases".to_string()),
         &("kube-system".to_string(), "kubectl-capi".to_string()),
     );
-    shared.fences.lock().push(FencedWrite {
+    Some(FencedWrite {
         verb: verb.to_string(),
         path,
         agent: text(http::header::USER_AGENT.as_str()).unwrap_or_default(),
         named: text(HOLDER_HEADER),
         lease_holder: lease.and_then(|l| holder_identity(&l)),
-    });
+    })
 }
 
 fn holder_identity(lease: &Value) -> Option<String> {

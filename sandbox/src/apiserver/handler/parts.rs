@@ -216,13 +216,13 @@ impl Target {
         .flatten()
         .collect::<Vec<_>>()
         .join("/");
-        crate::apiserver::fencing::note(
-            shared,
+        let noted = crate::apiserver::fencing::note(
             state,
             headers,
             (self.verb, &self.def.group, path),
             dry_run,
         );
+        shared.fences.lock().extend(noted);
     }
 
     /// The (namespace, name) the request addresses.
