@@ -6,6 +6,74 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// Each subcommand's examples, as kubectl ends its help: `# what` then the command.
+pub const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "ready",
+        "  # Can the Clusters of namespace prod be moved now, and if not, what blocks?
+  kubectl capi ready -n prod
+
+  # Every check of one Cluster
+  kubectl capi ready prod-1 -n prod --details
+
+  # Wait until it can be moved, at most 30 minutes
+  kubectl capi ready prod-1 -n prod --wait --timeout 30m
+
+  # Also check the target of a self-hosted pivot: the workload cluster prod-1 itself
+  kubectl capi ready prod-1 -n prod --to-cluster prod-1",
+    ),
+    (
+        "pause",
+        "  # Freeze one Cluster's scaling, saying why, until its controllers acknowledge
+  kubectl capi pause prod-1 -n prod --reason \"move to mgmt-2\" --wait
+
+  # See what freezing every Cluster of the namespace would change, without changing it
+  kubectl capi pause --all -n prod --dry-run",
+    ),
+    (
+        "resume",
+        "  # Release the freeze in the management cluster the Cluster now lives in
+  kubectl capi resume prod-1 -n prod --context mgmt-2
+
+  # Release every freeze kubectl-capi made in the namespace
+  kubectl capi resume --all -n prod",
+    ),
+    (
+        "move",
+        "  # The plan: what would move, in which order
+  kubectl capi move prod-1 -n prod --to-context mgmt-2 --dry-run
+
+  # Every check against the target, nothing written
+  kubectl capi move prod-1 -n prod --to-context mgmt-2 --dry-run=server
+
+  # Freeze, wait until it can move, move, release the freeze and verify, in one command
+  kubectl capi move prod-1 -n prod --to-context mgmt-2 --freeze --wait-ready --verify
+
+  # Continue a move that stopped partway, or undo it
+  kubectl capi move prod-1 -n prod --to-context mgmt-2 --resume
+  kubectl capi move prod-1 -n prod --to-context mgmt-2 --rollback
+
+  # Move a Cluster into itself (the quick start's self-hosted pivot)
+  kubectl capi move prod-1 -n prod --to-cluster prod-1 --verify",
+    ),
+    (
+        "verify",
+        "  # Did the target adopt the Clusters moved into namespace prod? Wait until it did
+  kubectl capi verify -n prod --context mgmt-2 --wait
+
+  # Also check that nothing of prod-1 was left in the management cluster it left
+  kubectl capi verify prod-1 -n prod --context mgmt-2 --from-context mgmt-1",
+    ),
+    (
+        "version",
+        "  # The plugin's version and the management cluster's Cluster API version
+  kubectl capi version
+
+  # The plugin's version only, without a cluster
+  kubectl capi version --client",
+    ),
+];
+
 /// What the exit codes mean for each command, where it says them its own way (the rest, and
 /// the codes themselves, come from `output::ExitStatus`): `(command, code, meaning)`.
 pub const EXIT_MEANINGS: &[(&str, u8, &str)] = &[
@@ -278,12 +346,41 @@ pub enum Command {
     Verify(VerifyArgs),
     /// The plugin's version and the management cluster's Cluster API version.
     Version(VersionArgs),
-    /// Shell completion script for bash, zsh, fish, elvish or powershell.
+    /// Shell completion script for bash, zsh, fish, elvish or powershell; or, with `kubectl`,
+    /// the completer kubectl runs for `kubectl capi <TAB>`.
+    #[command(after_help = COMPLETION_HELP)]
     Completion {
         #[arg(value_enum)]
-        shell: clap_complete::Shell,
+        shell: CompletionFor,
     },
 }
+
+/// What `kubectl capi completion` prints a script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionFor {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+    /// `kubectl_complete-capi`, which kubectl (>= 1.26) runs for `kubectl capi <TAB>`: it asks
+    /// whichever kubectl-capi kubectl finds, so it survives `kubectl krew upgrade` and
+    /// uninstall.
+    Kubectl,
+}
+
+pub const COMPLETION_HELP: &str = "Examples:
+  # Complete `kubectl capi <TAB>` in kubectl's own completion (kubectl >= 1.26), installed with krew
+  # or not: put the completer in a directory on your PATH outside krew's
+  mkdir -p ~/.local/bin
+  kubectl capi completion kubectl > ~/.local/bin/kubectl_complete-capi
+  chmod +x ~/.local/bin/kubectl_complete-capi
+
+  # On Windows, a .cmd file in a directory on your PATH (kubectl finds it through PATHEXT)
+  kubectl capi completion kubectl > %USERPROFILE%\\bin\\kubectl_complete-capi.cmd
+
+  # A stand-alone script for the kubectl-capi executable itself
+  kubectl-capi completion bash > /etc/bash_completion.d/kubectl-capi";
 
 pub const READY_HELP: &str =
     "Checks, per Cluster: clusterctl move's own preflight (infrastructure provisioned, control

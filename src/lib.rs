@@ -38,6 +38,18 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    // The completer `completion kubectl` prints asks here: `kubectl capi __complete WORDS…`.
+    if args.get(1).is_some_and(|first| first == "__complete") {
+        let words: Vec<String> = args[2..]
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        let answer = commands::complete::answer(&words).await;
+        // A closed pipe is the shell giving up; nothing to say about it.
+        let _ = Printer::plain(OutputFormat::Table).data(&answer);
+        return ExitStatus::Success;
+    }
     let command = ExitStatus::in_help(Cli::command());
     let cli = match command
         .try_get_matches_from(args)

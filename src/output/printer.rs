@@ -104,6 +104,16 @@ impl ExitStatus {
                 sub.after_help(format!("{text}{codes}"))
             });
         }
+        // kubectl's help ends with its examples.
+        for (name, examples) in crate::cli::EXAMPLES {
+            command = command.mut_subcommand(name, |sub| {
+                let text = sub
+                    .get_after_help()
+                    .map(|h| format!("{h}\n\n"))
+                    .unwrap_or_default();
+                sub.after_help(format!("{text}Examples:\n{examples}"))
+            });
+        }
         command.after_help(ExitStatus::help(&for_command("")))
     }
 }

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::model::ObjectRef;
 
-/// The checks `ready` runs, by the stable identifiers the README documents (`machine-node`, …);
+/// The checks `ready` runs, by the stable identifiers docs/ready.md documents (`machine-node`, …);
 /// documents carry them as those strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -88,7 +88,7 @@ impl CheckStatus {
 /// One finding about one object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
-    /// A stable identifier of the check (e.g. `machine-node`), documented in the README.
+    /// A stable identifier of the check (e.g. `machine-node`), documented in docs/ready.md.
     pub check: CheckId,
     pub status: CheckStatus,
     pub object: ObjectRef,

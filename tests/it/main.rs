@@ -7,6 +7,7 @@ mod cli;
 mod clock_step;
 mod common;
 mod demo;
+mod docs;
 mod fault_search;
 mod fencing;
 mod freeze;

@@ -1,4 +1,4 @@
-//! How Clusters are selected, as the README says: names, `-n`, `-A`, `-l`, names with `-l` (the
+//! How Clusters are selected, as docs/usage.md says: names, `-n`, `-A`, `-l`, names with `-l` (the
 //! named ones that match), `--all` (no names) — and a rerun after a finished move exits 0 for
 //! every way of selecting, while a name of no Cluster stays an error.
 

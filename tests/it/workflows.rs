@@ -128,11 +128,12 @@ fn the_first_release_is_submitted_by_hand_and_later_ones_by_the_bot() {
         "{summary}"
     );
 
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let section = readme
-        .split("### Releasing\n")
+    assert!(summary.contains("docs/releasing.md"), "{summary}");
+    let page = std::fs::read_to_string(root().join("docs/releasing.md")).unwrap();
+    let section = page
+        .split("## Releasing\n")
         .nth(1)
-        .expect("README has a Releasing section")
+        .expect("docs/releasing.md has a Releasing section")
         .split("\n#")
         .next()
         .unwrap();
@@ -143,6 +144,9 @@ fn the_first_release_is_submitted_by_hand_and_later_ones_by_the_bot() {
         "**Later releases**",
         "krew-release-bot",
     ] {
-        assert!(section.contains(step), "{step} in README's Releasing");
+        assert!(
+            section.contains(step),
+            "{step} in docs/releasing.md's Releasing"
+        );
     }
 }
