@@ -14,7 +14,9 @@
 # Rendering: DIR/capi.yaml from the template .krew.yaml, and DIR/checksums.txt. Each archive in DIR
 # fills the template's platform of its os/arch: the uri names that archive (a *-linux-gnu one
 # built here as such), the sha256 is its own; platforms without an archive are left out. Refused,
-# writing nothing: no archive, an archive no platform is for, two archives for one platform.
+# writing nothing: no archive, an archive no platform is for, two archives for one platform, an
+# archive that is not a gzip'd tar or lacks its platform's bin at its root, a bin not executable
+# or built for another platform. A --target that is not a plain triple is refused before anything.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 binary="" target="" out="$root/dist" render_only="" build=""
@@ -22,18 +24,26 @@ fail() {
   echo "error: $*" >&2
   exit 2
 }
+value() {
+  [ $# -ge 2 ] && [ -n "$2" ] || fail "$1 needs a value; see --help"
+}
 while [ $# -gt 0 ]; do
   case "$1" in
-    --binary) binary=$2; shift 2 ;;
-    --target) target=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
+    --binary) value "$@"; binary=$2; shift 2 ;;
+    --target) value "$@"; target=$2; shift 2 ;;
+    --out) value "$@"; out=$2; shift 2 ;;
     --build) build=1; shift ;;
     --render-only) render_only=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) fail "unknown argument $1; see --help" ;;
   esac
 done
 version=v$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n1)
+# A target names a file in --out and a cargo folder: a plain triple only, checked before anything
+# is written.
+if [ -n "$target" ] && ! [[ "$target" =~ ^[a-z0-9_]+(-[a-z0-9_.]+){1,3}$ ]]; then
+  fail "--target '$target' is not a target triple (like x86_64-unknown-linux-musl); pass one of the triples the manifest's platforms are built for"
+fi
 
 # GNU tar (for --sort and fixed owners; `gtar` on macOS) and a sha256 tool, wherever this runs.
 tar=tar
@@ -85,18 +95,60 @@ platform_of() {
   echo "$os/$arch"
 }
 
+# The header a binary for an os/arch carries (see machine_of); nothing for another platform.
+machine_for() {
+  case "$1" in
+    linux/amd64) echo elf-62 ;;
+    linux/arm64) echo elf-183 ;;
+    darwin/amd64) echo macho-16777223 ;;
+    darwin/arm64) echo macho-16777228 ;;
+    windows/amd64) echo pe-34404 ;;
+    windows/arm64) echo pe-43620 ;;
+  esac
+}
+
+# The bin the manifest names for an os/arch.
+bin_for() {
+  case "$1" in
+    windows/*) echo kubectl-capi.exe ;;
+    *) echo kubectl-capi ;;
+  esac
+}
+
+# An archive holds, at its root, the bin the manifest names for its platform ($2), executable
+# and built for that platform; else refused, naming the archive.
+check_archive() {
+  local file bin want listing unpacked got
+  file=$(basename "$1")
+  bin=$(bin_for "$2")
+  want=$(machine_for "$2")
+  # A tar's first header says "ustar" at byte 257 (tar itself lists some non-tars as empty).
+  [ "$(gzip -dc "$1" 2>/dev/null | dd bs=1 skip=257 count=5 2>/dev/null)" = ustar ] &&
+    listing=$("$tar" -tzf "$1" 2>/dev/null) ||
+    fail "$file is not a gzip'd tar archive; pack it with scripts/package.sh --binary PATH"
+  grep -qx "$bin" <<<"$listing" ||
+    fail "$file holds no $bin at its root, the bin the manifest names for $2; pack it with scripts/package.sh --binary PATH"
+  unpacked=$(mktemp -d)
+  "$tar" -xzf "$1" -C "$unpacked" "$bin"
+  got=$(machine_of "$unpacked/$bin")
+  local executable=1
+  [ -x "$unpacked/$bin" ] || executable=""
+  rm -rf "$unpacked"
+  [ "$got" = "$want" ] ||
+    fail "$file's $bin is built for $got, not for $2 ($want); pack a binary built for $2"
+  [ -n "$executable" ] || case "$2" in
+    windows/*) ;;
+    *) fail "$file's $bin is not executable; pack it with scripts/package.sh --binary PATH" ;;
+  esac
+}
+
 pack() {
   [ -n "$target" ] || target=$(rustc -vV | sed -n 's/^host: //p')
   local suffix="" want got
-  # The header a binary for the target's os/arch carries (see machine_of).
-  case "$(platform_of "$target")" in
-    linux/amd64) want=elf-62 ;;
-    linux/arm64) want=elf-183 ;;
-    darwin/amd64) want=macho-16777223 ;;
-    darwin/arm64) want=macho-16777228 ;;
-    windows/amd64) want=pe-34404 suffix=.exe ;;
-    windows/arm64) want=pe-43620 suffix=.exe ;;
-    *) fail "unknown target $target; pass one of the manifest's triples" ;;
+  want=$(machine_for "$(platform_of "$target")")
+  [ -n "$want" ] || fail "unknown target $target; pass one of the manifest's triples"
+  case "$target" in
+    *-windows-*) suffix=.exe ;;
   esac
   if [ -n "$build" ]; then
     [ -z "$binary" ] || fail "--build and --binary both given; pass one"
@@ -121,6 +173,9 @@ pack() {
   cp "$binary" "$staging/$exe"
   cp "$completer" "$staging/kubectl_complete-capi$suffix"
   cp "$root/LICENSE" "$staging/"
+  # Modes as an install needs them, whatever the copies had.
+  chmod 0755 "$staging/$exe" "$staging/kubectl_complete-capi$suffix"
+  chmod 0644 "$staging/LICENSE"
   mkdir -p "$out"
   archive="$out/kubectl-capi_${version}_${target}.tar.gz"
   "$tar" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$staging" -cf - "$exe" "kubectl_complete-capi$suffix" LICENSE | gzip -n -9 > "$archive"
@@ -131,7 +186,7 @@ pack() {
 # The template with the version set and, per platform, the uri and sha256 of the archive in $out
 # for its os/arch; a platform without an archive is left out.
 render() {
-  local archives file triple platform sums="" entries=""
+  local archives file triple platform sums="" entries="" checks=""
   shopt -s nullglob
   archives=("$out"/kubectl-capi_"$version"_*.tar.gz)
   shopt -u nullglob
@@ -144,6 +199,7 @@ render() {
     [ -n "$platform" ] || fail "$file is for $triple, which no platform of .krew.yaml is for; remove it from $out"
     sums+="$(cd "$out" && sha256 "$file")"$'\n'
     entries+="$platform $file $(cd "$out" && sha256 "$file" | cut -d' ' -f1)"$'\n'
+    checks+="$platform $archive"$'\n'
   done
   local manifest
   manifest=$(mktemp "$out/.capi.yaml.XXXXXX")
@@ -176,6 +232,14 @@ render() {
       exit failed ? 2 : 0
     }
   ' "$root/.krew.yaml" > "$manifest"; then
+    rm -f "$manifest"
+    exit 2
+  fi
+  # Each archive's contents, once the platforms are settled (a subshell, so that a refusal
+  # leaves no manifest behind).
+  if ! (while read -r platform archive; do
+    [ -z "$platform" ] || check_archive "$archive" "$platform"
+  done <<<"$checks"); then
     rm -f "$manifest"
     exit 2
   fi

@@ -75,7 +75,7 @@ fn assert_refused(run: &Output, what: &str) {
     assert_eq!(run.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.starts_with("error: ") && stderr.contains(what),
-        "{stderr}"
+        "expected {what:?} in: {stderr}"
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
@@ -355,4 +355,125 @@ fn the_readme_local_install_installs_what_its_package_command_made() {
     let platform = platform_of_archive(&manifest, &archive);
     assert_eq!(platform["selector"]["matchLabels"]["os"], "linux");
     assert_eq!(platform["selector"]["matchLabels"]["arch"], "amd64");
+}
+
+/// A file of an archive: its name, bytes and mode.
+type Packed<'a> = (&'a str, Vec<u8>, u32);
+
+/// `dir/dist/NAME` as a gzip'd tar holding `files` at its root.
+fn tar_archive(dir: &Path, name: &str, files: &[Packed<'_>]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let staging = dir.join(format!("staging-{name}"));
+    std::fs::create_dir_all(&staging).unwrap();
+    for (file, bytes, mode) in files {
+        let path = staging.join(file);
+        std::fs::write(&path, bytes).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode)).unwrap();
+    }
+    let out = dir.join("dist");
+    std::fs::create_dir_all(&out).unwrap();
+    let archive = out.join(name);
+    let names: Vec<&str> = files.iter().map(|(f, _, _)| *f).collect();
+    let packed = Command::new("tar")
+        .arg("-czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&staging)
+        .args(&names)
+        .status()
+        .unwrap();
+    assert!(packed.success());
+    archive
+}
+
+/// `--render-only` opens every archive before it renders a manifest from it: one that is not a
+/// gzip'd tar, lacks the bin the manifest names at its root, or holds one not executable or
+/// built for another platform is refused, naming it, and no manifest is written.
+#[test]
+fn render_only_refuses_an_archive_krew_could_not_install() {
+    let name = format!("kubectl-capi_{VERSION}_x86_64-unknown-linux-musl.tar.gz");
+    let good = elf(&[PT_LOAD]);
+    let mut arm = good.clone();
+    arm[18..20].copy_from_slice(&183u16.to_le_bytes());
+    let license = (b"license".to_vec(), 0o644);
+    let cases: Vec<(Vec<Packed<'_>>, &str)> = vec![
+        (
+            vec![
+                ("kubectl_complete-capi", good.clone(), 0o755),
+                ("LICENSE", license.0.clone(), license.1),
+            ],
+            "holds no kubectl-capi at its root, the bin the manifest names for linux/amd64",
+        ),
+        (
+            vec![("kubectl-capi", arm, 0o755)],
+            "kubectl-capi is built for elf-183, not for linux/amd64",
+        ),
+        (
+            vec![("kubectl-capi", good.clone(), 0o644)],
+            "kubectl-capi is not executable",
+        ),
+    ];
+    for (files, refusal) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        tar_archive(dir.path(), &name, &files);
+        let (run, _) = package_script(dir.path(), &["--render-only", "--out", "dist"]);
+        assert_refused(&run, refusal);
+        assert_eq!(
+            listing(&dir.path().join("dist")),
+            std::slice::from_ref(&name),
+            "no manifest"
+        );
+    }
+    // Gzip'd text, as a stand-in archive once gave a manifest whose bin is in no archive.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("dist");
+    std::fs::create_dir_all(&out).unwrap();
+    let text = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo not an archive | gzip > '{}'",
+            out.join(&name).display()
+        ))
+        .status()
+        .unwrap();
+    assert!(text.success());
+    let (run, _) = package_script(dir.path(), &["--render-only", "--out", "dist"]);
+    assert_refused(&run, "is not a gzip'd tar archive");
+    assert_eq!(listing(&out), std::slice::from_ref(&name));
+    // A well-made one renders.
+    let dir = tempfile::tempdir().unwrap();
+    tar_archive(dir.path(), &name, &[("kubectl-capi", good, 0o755)]);
+    let (run, _) = package_script(dir.path(), &["--render-only", "--out", "dist"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+}
+
+/// A `--target` names a file in `--out` and a cargo folder: anything but a plain triple is a
+/// usage error before anything is built or written.
+#[test]
+fn a_target_that_is_not_a_plain_triple_is_refused_before_anything() {
+    for target in [
+        "x86_64-unknown-linux-gnu;touch pwned",
+        "x86_64 unknown linux gnu",
+        "x86_64-unknown/../../../escaped-gnu",
+        "../x86_64-unknown-linux-gnu",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, cargo) = package_script(
+            dir.path(),
+            &["--build", "--target", target, "--out", "dist"],
+        );
+        assert_refused(
+            &run,
+            "is not a target triple (like x86_64-unknown-linux-musl)",
+        );
+        assert_eq!(cargo, "", "{target}: nothing built");
+        assert!(
+            !dir.path().join("dist").exists(),
+            "{target}: nothing written"
+        );
+        assert!(!dir.path().join("pwned").exists());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (run, _) = package_script(dir.path(), &["--target"]);
+    assert_refused(&run, "--target needs a value");
 }
