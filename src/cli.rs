@@ -558,7 +558,7 @@ pub struct MoveArgs {
     pub overwrite_existing: bool,
     /// Writes in flight at once (every request of the move, the journal's included); an object
     /// is created once its owners exist and deleted once what it owns is gone.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256), value_name = "N")]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256), value_name = "N", allow_negative_numbers = true)]
     pub concurrency: u16,
     /// Back up instead of moving: write the objects (clusterctl's file names) into DIR.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["to_kubeconfig", "to_context", "from_directory"])]

@@ -6,10 +6,16 @@ pub fn namespace(name: &str) -> Result<(), String> {
     dns_label(name).map_err(|rule| format!("invalid namespace \"{name}\" (-n): {rule}"))
 }
 
-/// A Cluster API Cluster's name: a DNS-1123 subdomain, as every object name. `flag` names the
-/// flag that gave it (`--to-cluster`), if not a positional name.
+/// A Cluster API Cluster's name: a DNS-1123 subdomain, as every object name, of at most 63
+/// characters, since Cluster API writes it as the value of the label
+/// `cluster.x-k8s.io/cluster-name` on every object of the Cluster. `flag` names the flag that
+/// gave it (`--to-cluster`), if not a positional name.
 pub fn cluster_name(name: &str, flag: Option<&str>) -> Result<(), String> {
-    dns_subdomain(name).map_err(|rule| {
+    let rule = match name.len() <= 63 {
+        true => dns_subdomain(name),
+        false => Err(CLUSTER_NAME_LENGTH_RULE),
+    };
+    rule.map_err(|rule| {
         let given = flag.map(|f| format!(" ({f})")).unwrap_or_default();
         format!("invalid Cluster name \"{name}\"{given}: {rule}")
     })
@@ -24,6 +30,7 @@ pub fn label_selector(selector: &str) -> Result<(), String> {
 }
 
 const LABEL_RULE: &str = "a DNS-1123 label is at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit";
+const CLUSTER_NAME_LENGTH_RULE: &str = "a Cluster's name is at most 63 characters, as Cluster API writes it as the value of the label cluster.x-k8s.io/cluster-name";
 const SUBDOMAIN_RULE: &str = "a DNS-1123 subdomain is at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit";
 
 fn alphanumeric_lower(c: char) -> bool {

@@ -746,6 +746,14 @@ async fn names_are_checked_by_the_rule_they_break_before_any_request() {
             "invalid Cluster name \"Work_1\": a DNS-1123 subdomain is",
         ),
         (&["verify", "a b"], "invalid Cluster name \"a b\""),
+        (
+            &["ready", &"w".repeat(64)],
+            "a Cluster's name is at most 63 characters, as Cluster API writes it as the value of the label cluster.x-k8s.io/cluster-name",
+        ),
+        (
+            &["move", "--concurrency", "-1", "--dry-run"],
+            "invalid value '-1' for '--concurrency <N>': -1 is not in 1..=256",
+        ),
     ] {
         assert_one_line_error(&sandbox.plugin(args).await, says);
     }
