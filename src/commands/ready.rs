@@ -48,6 +48,7 @@ pub fn selection(
             strict,
             unfinished_moves: Vec::new(),
             flags: settings.connection.as_flags(),
+            waiting: false,
         },
         names: names.to_vec(),
         flags: settings.connection.as_flags(),
@@ -164,6 +165,7 @@ pub async fn run_on(
     let timeout = args.wait_limit.timeout;
     let (cluster, catalog) = (&end.cluster, &end.catalog);
     let mut selection = selection(cluster, catalog, settings, &args.clusters, args.strict);
+    selection.options.waiting = args.wait;
     let snapshot = Snapshot::fetch_with(cluster, catalog, &selection.fetch).await?;
     let any_named = resolve_names((cluster, catalog), &snapshot, &mut selection).await?;
     selection.options.unfinished_moves = crate::mover::recovery::unfinished_moves(

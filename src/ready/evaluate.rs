@@ -165,6 +165,8 @@ struct NextSteps {
     namespace: String,
     name: String,
     flags: String,
+    /// The command already waits: a blocker says what it waits for, not how to wait.
+    waiting: bool,
 }
 
 impl NextSteps {
@@ -180,6 +182,14 @@ impl NextSteps {
 
     fn wait(&self) -> String {
         self.capi("ready", " --wait")
+    }
+
+    /// `message`, and the command that waits until it is over unless this one already waits.
+    fn until_over(&self, message: String) -> String {
+        match self.waiting {
+            true => message,
+            false => format!("{message}; wait for it with {}", self.wait()),
+        }
     }
 
     fn pause(&self) -> String {
@@ -233,6 +243,7 @@ fn evaluate_cluster(
             namespace: namespace.clone(),
             name: cluster.reference.name.clone(),
             flags: options.flags.clone(),
+            waiting: options.waiting,
         },
     };
     provisioning(&cluster, &mut checks);
@@ -271,11 +282,9 @@ fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
             CheckId::InfrastructureProvisioned,
             CheckStatus::Fail,
             &cluster.reference,
-            format!(
-                "{}; wait for it with {}",
-                clusterctl::infrastructure(&gvk, ns, name),
-                checks.next.wait()
-            ),
+            checks
+                .next
+                .until_over(clusterctl::infrastructure(&gvk, ns, name)),
         );
     } else {
         checks.push(
@@ -290,11 +299,9 @@ fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
                 CheckId::ControlPlaneInitialized,
                 CheckStatus::Fail,
                 &cluster.reference,
-                format!(
-                    "{}; wait for it with {}",
-                    clusterctl::control_plane_not_initialized(&gvk, ns, name),
-                    checks.next.wait()
-                ),
+                checks
+                    .next
+                    .until_over(clusterctl::control_plane_not_initialized(&gvk, ns, name)),
             );
         } else if cluster.control_plane_ref.is_some() && !cluster.control_plane_initialized {
             let message = if v1beta1 {
@@ -306,7 +313,7 @@ fn provisioning(cluster: &ClusterView, checks: &mut Checks) {
                 CheckId::ControlPlaneInitialized,
                 CheckStatus::Fail,
                 &cluster.reference,
-                format!("{message}; wait for it with {}", checks.next.wait()),
+                checks.next.until_over(message),
             );
         } else {
             checks.push(
@@ -339,7 +346,7 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
                 CheckId::MachineNode,
                 CheckStatus::Fail,
                 &machine.reference,
-                format!("{message}; wait for it with {}", checks.next.wait()),
+                checks.next.until_over(message),
             );
         }
         if machine.deleting {

@@ -168,6 +168,8 @@ pub struct Options {
     pub unfinished_moves: Vec<UnfinishedMove>,
     /// The user's connection flags (` --context c`), repeated in every suggested command.
     pub flags: String,
+    /// The command already waits (`ready --wait`): no blocker suggests waiting for it.
+    pub waiting: bool,
 }
 
 /// A kubectl-capi move that paused Clusters and stopped before it finished: the paused

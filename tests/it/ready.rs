@@ -134,6 +134,11 @@ async fn the_seed_situation_names_the_scaling_owner_and_wait_returns_when_it_fin
         waited.stderr
     );
     assert!(
+        !waited.stderr.contains("wait for it with"),
+        "a wait does not tell its user to run the wait it is: {}",
+        waited.stderr
+    );
+    assert!(
         env.source
             .server
             .writes()

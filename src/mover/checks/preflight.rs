@@ -99,6 +99,7 @@ fn source_checks(
         strict: false,
         unfinished_moves: this_move.unfinished.to_vec(),
         flags: this_move.flags.to_string(),
+        waiting: false,
     };
     let report = evaluate(&snapshot, &options);
     let mut failures: Vec<Refusal> = report
