@@ -105,6 +105,10 @@ async fn an_object_deleted_after_planning_stops_the_move_before_any_create() {
         .unwrap();
     assert!(cluster["spec"]["paused"].is_null(), "{cluster}");
     assert!(stderr.contains("were unpaused again"), "{stderr}");
+    assert!(
+        !stderr.contains("--resume") && !stderr.contains("stopped partway"),
+        "no move is left to continue, so no hint says to: {stderr}"
+    );
     // Run again: planned anew without m2, and moved.
     let again = w.plugin(&args).await;
     assert_eq!(again.code, 0, "{}", again.stderr);

@@ -190,6 +190,10 @@ async fn a_machine_created_after_the_plan_is_never_left_behind() {
         "pause released: {cluster}"
     );
     assert!(stderr.contains("were unpaused again"), "{stderr}");
+    assert!(
+        !stderr.contains("--resume") && !stderr.contains("stopped partway"),
+        "no move is left to continue, so no hint says to: {stderr}"
+    );
 
     // Planned anew, m3 is the move's own: it holds the move until it has its node, as any
     // Machine still provisioning does.

@@ -170,8 +170,9 @@ impl Move<'_> {
             }
             Err(e) => {
                 self.progress.stopped();
-                self.progress
-                    .note(&stopped_note(&e, &file, &self.request.resume_command()));
+                if let Some(note) = stopped_note(&e, &file, &self.request.resume_command()) {
+                    self.progress.note(&note);
+                }
                 Err(e)
             }
         }
@@ -179,8 +180,13 @@ impl Move<'_> {
 }
 
 /// What to tell a user whose move stopped: where its journal is and the command to continue.
-fn stopped_note(error: &Error, file: &JournalFile, resume: &str) -> String {
-    match error {
+/// Nothing when the move closed its journal as it stopped (before its first create, its pause
+/// released): there is nothing to continue, and a `--resume` would say so.
+fn stopped_note(error: &Error, file: &JournalFile, resume: &str) -> Option<String> {
+    if file.journal.stage == Stage::RolledBack {
+        return None;
+    }
+    Some(match error {
         Error::Interrupted => format!(
             "interrupted: the move stopped after its requests in flight; its journal is {}.\ncontinue with: {resume}",
             file.path.display()
@@ -194,7 +200,7 @@ fn stopped_note(error: &Error, file: &JournalFile, resume: &str) -> String {
                 ""
             }
         ),
-    }
+    })
 }
 
 /// The moved Clusters as the source has them now, and what the move takes for each (its
