@@ -47,10 +47,12 @@ pub enum Error {
         .server.end.choose()
     )]
     Unreachable { server: Server, reason: String },
-    #[error(
-        "TLS connection to {server} failed: {reason}; check the kubeconfig's certificate-authority or, for a test cluster, pass --insecure-skip-tls-verify"
-    )]
-    Tls { server: Server, reason: String },
+    #[error("TLS connection to {server} failed: {reason}; {}", .fault.fix(.server))]
+    Tls {
+        server: Server,
+        reason: String,
+        fault: TlsFault,
+    },
     #[error(
         "{server} speaks plain HTTP, not HTTPS; write the kubeconfig's server as {http_url}{}",
         if .server.end.role.is_some() { format!(" (or choose another cluster with {})", .server.end.choose()) } else { String::new() }
@@ -336,13 +338,40 @@ fn sources<'a>(
     out
 }
 
+/// Whose side of a TLS handshake failed, so the message offers the fix that applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsFault {
+    /// The server's certificate is not proved by the kubeconfig's CA.
+    ServerCertificate,
+    /// The server refused the client certificate the kubeconfig user presented.
+    ClientCertificate,
+    /// The kubeconfig user's client certificate or key could not be read.
+    ClientIdentity,
+    /// Anything else in the handshake.
+    Other,
+}
+
+impl TlsFault {
+    fn fix(self, server: &Server) -> String {
+        match (self, &server.via) {
+            (TlsFault::ServerCertificate, Some(via)) => format!(
+                "the certificate-authority-data of the kubeconfig in {via} does not prove this server; fix that kubeconfig (--insecure-skip-tls-verify never applies to one read from a cluster)"
+            ),
+            (TlsFault::ServerCertificate, None) => "check the kubeconfig's certificate-authority or, for a test cluster, pass --insecure-skip-tls-verify".into(),
+            (TlsFault::ClientIdentity, _) => "the kubeconfig user's client-certificate-data and client-key-data are not a usable certificate and private key (PEM, the key PKCS#8, PKCS#1 or SEC1); fix them".into(),
+            (TlsFault::ClientCertificate, _) => "the server refused the kubeconfig user's client certificate: check its client-certificate-data and client-key-data (a certificate this cluster's CA issued, with its own key)".into(),
+            (TlsFault::Other, _) => "check the kubeconfig's server address and that it serves the Kubernetes API over TLS".into(),
+        }
+    }
+}
+
 /// What went wrong below HTTP, judged by the types in the chain (deepest first), never by
 /// message text.
 #[derive(Debug, PartialEq, Eq)]
 enum Transport {
     /// The TLS handshake got a plain HTTP answer: the server does not speak TLS.
     PlainHttp,
-    Tls,
+    Tls(TlsFault),
     Timeout,
     Unreachable,
 }
@@ -354,7 +383,19 @@ fn transport(error: &(dyn std::error::Error + 'static)) -> Option<Transport> {
                 rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
                     Transport::PlainHttp
                 }
-                _ => Transport::Tls,
+                rustls::Error::InvalidCertificate(_) => Transport::Tls(TlsFault::ServerCertificate),
+                // The server's alert about what this client presented.
+                rustls::Error::AlertReceived(
+                    rustls::AlertDescription::DecryptError
+                    | rustls::AlertDescription::BadCertificate
+                    | rustls::AlertDescription::UnknownCA
+                    | rustls::AlertDescription::CertificateRequired
+                    | rustls::AlertDescription::CertificateUnknown
+                    | rustls::AlertDescription::UnsupportedCertificate
+                    | rustls::AlertDescription::CertificateExpired
+                    | rustls::AlertDescription::AccessDenied,
+                ) => Transport::Tls(TlsFault::ClientCertificate),
+                _ => Transport::Tls(TlsFault::Other),
             });
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
@@ -428,16 +469,29 @@ impl Error {
         }
         let messages: Vec<String> = sources(&error).iter().map(|e| e.to_string()).collect();
         let deepest = messages.last().cloned().unwrap_or_default();
-        let kind = transport(&error)
-            .or_else(|| matches!(error, kube::Error::RustlsTls(_)).then_some(Transport::Tls));
+        let kind = match &error {
+            // Building the client's TLS: what the kubeconfig user presents is not usable.
+            kube::Error::RustlsTls(
+                kube::client::RustlsTlsError::InvalidIdentityPem(_)
+                | kube::client::RustlsTlsError::MissingPrivateKey
+                | kube::client::RustlsTlsError::MissingCertificate
+                | kube::client::RustlsTlsError::InvalidPrivateKey(_)
+                | kube::client::RustlsTlsError::UnknownPrivateKeyFormat,
+            ) => Some(Transport::Tls(TlsFault::ClientIdentity)),
+            _ => transport(&error).or_else(|| {
+                matches!(error, kube::Error::RustlsTls(_))
+                    .then_some(Transport::Tls(TlsFault::Other))
+            }),
+        };
         match kind {
             Some(Transport::PlainHttp) => Error::PlainHttp {
                 server: server.clone(),
                 http_url: server.url.replacen("https://", "http://", 1),
             },
-            Some(Transport::Tls) => Error::Tls {
+            Some(Transport::Tls(fault)) => Error::Tls {
                 server: server.clone(),
                 reason: deepest,
+                fault,
             },
             Some(Transport::Timeout) => Error::Timeout {
                 server: server.clone(),

@@ -534,6 +534,31 @@ async fn a_secret_kubeconfig_that_would_run_or_read_anything_is_refused_before_a
             "{named}: the target was reached"
         );
     }
+    // A CA that does not prove the target: the Secret's kubeconfig is what to fix, and the flag
+    // that stops checking the server (which never applies to it) is not offered.
+    let other = capi_sandbox::ApiServer::new(capi_sandbox::ServerOptions {
+        tls: true,
+        ..capi_sandbox::ServerOptions::default()
+    });
+    let other_ca = other.serve(0).await.unwrap().ca_pem.clone().unwrap();
+    let other_ca = json!(base64::engine::general_purpose::STANDARD.encode(other_ca));
+    store_with(
+        &source,
+        &clean,
+        ("clusters", "certificate-authority-data", &other_ca),
+    )
+    .await;
+    let out = pair.plugin(&["ready", "w1", "--to-cluster", "w1"]).await;
+    assert!(
+        out.stderr
+            .contains("kubeconfig in Secret default/w1-kubeconfig")
+            && out
+                .stderr
+                .contains("does not prove this server; fix that kubeconfig")
+            && !out.stderr.contains("pass --insecure-skip-tls-verify"),
+        "{}",
+        out.stderr
+    );
     store_kubeconfig(&source, &clean.to_string()).await;
     // --insecure-skip-tls-verify never applies to a kubeconfig read from a Secret.
     let file = canaries.join("clean-from-secret.kubeconfig");

@@ -110,3 +110,58 @@ async fn a_ca_that_did_not_sign_the_target_names_the_target_and_the_flag_before_
     .await;
     assert_eq!(insecure.code, 0, "{}", insecure.stderr);
 }
+
+/// TLS failures name the fix that applies: a client certificate another CA issued, or a client
+/// key that is not one, is the kubeconfig user's to fix — `--insecure-skip-tls-verify` (which only
+/// stops checking the server) would fail the same way, so it is not offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_the_server_refuses_is_the_users_to_fix_not_the_cas() {
+    let one = management_cluster(None).await;
+    let other = management_cluster(None).await;
+    let foreign = one.kubeconfig_with("foreign-client", |e| {
+        e.client = other.serving.kubeconfig_entry("x").client;
+    });
+    for kubeconfig in [&foreign] {
+        let out = run_plugin(Some(kubeconfig), &["ready", "-A"]).await;
+        assert_one_line_error(
+            &out,
+            &[
+                "refused the kubeconfig user's client certificate",
+                "client-certificate-data",
+            ],
+        );
+        assert!(
+            !out.stderr.contains("--insecure-skip-tls-verify"),
+            "{}",
+            out.stderr
+        );
+        let insecure = run_plugin(
+            Some(kubeconfig),
+            &["ready", "-A", "--insecure-skip-tls-verify"],
+        )
+        .await;
+        assert_eq!(
+            insecure.code, 2,
+            "the flag does not help: {}",
+            insecure.stderr
+        );
+    }
+    let garbage = one.kubeconfig_with("garbage-key", |e| {
+        if let Some(client) = &mut e.client {
+            client.key_pem =
+                "-----BEGIN PRIVATE KEY-----\nZ2FyYmFnZQ==\n-----END PRIVATE KEY-----\n".into();
+        }
+    });
+    let out = run_plugin(Some(&garbage), &["ready", "-A"]).await;
+    assert_one_line_error(&out, &["client-key-data"]);
+    assert!(
+        !out.stderr.contains("--insecure-skip-tls-verify"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("certificate-authority"),
+        "{}",
+        out.stderr
+    );
+}
