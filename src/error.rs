@@ -59,6 +59,11 @@ pub enum Error {
     )]
     PlainHttp { server: Server, http_url: String },
     #[error(
+        "{server} did not answer in HTTP (it may speak HTTPS, as API servers do); write the kubeconfig's server as {https_url}{}",
+        if .server.end.role.is_some() { format!(" (or choose another cluster with {})", .server.end.choose()) } else { String::new() }
+    )]
+    NotPlainHttp { server: Server, https_url: String },
+    #[error(
         "{server} rejected the credentials (401 Unauthorized); refresh the token or client certificate of the kubeconfig user"
     )]
     Unauthorized { server: Server },
@@ -371,6 +376,8 @@ impl TlsFault {
 enum Transport {
     /// The TLS handshake got a plain HTTP answer: the server does not speak TLS.
     PlainHttp,
+    /// A plain HTTP request got an answer that is not HTTP (a TLS alert, say).
+    NotHttp,
     Tls(TlsFault),
     Timeout,
     Unreachable,
@@ -409,6 +416,12 @@ fn transport(error: &(dyn std::error::Error + 'static)) -> Option<Transport> {
             };
         }
         if let Some(hyper) = e.downcast_ref::<hyper::Error>() {
+            if hyper.is_parse() {
+                return Some(Transport::NotHttp);
+            }
+            if hyper.is_incomplete_message() || hyper.is_closed() {
+                return Some(Transport::Unreachable);
+            }
             return hyper.is_timeout().then_some(Transport::Timeout);
         }
         if let Some(client) = e.downcast_ref::<hyper_util::client::legacy::Error>() {
@@ -487,6 +500,14 @@ impl Error {
             Some(Transport::PlainHttp) => Error::PlainHttp {
                 server: server.clone(),
                 http_url: server.url.replacen("https://", "http://", 1),
+            },
+            Some(Transport::NotHttp) if server.url.starts_with("http://") => Error::NotPlainHttp {
+                server: server.clone(),
+                https_url: server.url.replacen("http://", "https://", 1),
+            },
+            Some(Transport::NotHttp) => Error::Unreachable {
+                server: server.clone(),
+                reason: format!("its answer was not HTTP ({deepest})"),
             },
             Some(Transport::Tls(fault)) => Error::Tls {
                 server: server.clone(),

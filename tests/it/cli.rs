@@ -690,6 +690,37 @@ async fn a_negative_duration_is_refused_without_a_tip_that_fails() {
     );
 }
 
+/// The other way round: `http://` to a server that speaks HTTPS is named as such, with the
+/// `https://` to write (and that works), never as hyper's "invalid HTTP version parsed".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_to_an_https_server_says_to_write_https_and_that_fix_works() {
+    let sandbox = Sandbox::start_with(
+        Dialect::V1beta2,
+        capi_sandbox::ServerOptions {
+            tls: true,
+            ..capi_sandbox::ServerOptions::default()
+        },
+    )
+    .await;
+    let https = sandbox.serving.url.clone();
+    let http = https.replacen("https://", "http://", 1);
+    let wrong = sandbox.kubeconfig_with("http", |e| e.server = http.clone());
+    let output = run_plugin(Some(&wrong), &["ready", "-A"]).await;
+    assert_one_line_error(
+        &output,
+        &format!(
+            "the API server at {http} did not answer in HTTP (it may speak HTTPS, as API servers do); write the kubeconfig's server as {https}"
+        ),
+    );
+    assert!(!output.stderr.contains("SendRequest"), "{}", output.stderr);
+    let fixed = std::fs::read_to_string(&wrong)
+        .unwrap()
+        .replace(&http, &https);
+    std::fs::write(&wrong, fixed).unwrap();
+    let output = run_plugin(Some(&wrong), &["ready", "-A"]).await;
+    assert_eq!(output.code, 0, "{}", output.stderr);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_to_a_plain_http_server_says_to_write_http_and_that_fix_works() {
     let sandbox = Sandbox::start(Dialect::V1beta2).await;
