@@ -352,7 +352,7 @@ mod tests {
         );
         assert_eq!(
             words(offer(&typed(&["completion"]), "")),
-            ["bash", "elvish", "fish", "powershell", "zsh"]
+            ["bash", "zsh", "fish", "elvish", "powershell", "kubectl"]
         );
         assert_eq!(
             typed_value(
