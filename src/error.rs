@@ -78,6 +78,12 @@ pub enum Error {
     )]
     NotKubernetes { server: Server, answer: String },
     #[error(
+        "{} answered {answer}, also when asked again; the server (or a proxy in front of it) is failing: check that it is healthy, or that {} point at the cluster you meant, and run the command again",
+        .server.short(),
+        .server.end.choose()
+    )]
+    ServerFailing { server: Server, answer: String },
+    #[error(
         "{} serves no Cluster API kinds (group {} not found); is this a Cluster API management cluster? choose one with {}{}",
         .server.short(),
         crate::names::CORE_GROUP,
@@ -449,6 +455,11 @@ impl Error {
                     message: status.message.clone(),
                 },
                 // The retry layer put the answer's status and type in place of its body.
+                // A failure a retry did not cure, in a body a server's error pages have.
+                500.. if status.reason == NOT_A_STATUS => Error::ServerFailing {
+                    server: server.clone(),
+                    answer: format!("{} while {context}", status.message),
+                },
                 _ if status.reason == NOT_A_STATUS => not_kubernetes(status.message.clone()),
                 _ => Error::Api {
                     context: context.to_string(),
@@ -608,7 +619,17 @@ mod tests {
         );
         let said = Error::from_kube(failure, &server, "listing clusters").to_string();
         assert!(
-            said.contains("(it answered 502 Bad Gateway text/html while listing clusters)"),
+            said.contains("answered 502 Bad Gateway text/html while listing clusters, also when asked again; the server (or a proxy in front of it) is failing"),
+            "a failure a retry did not cure: {said}"
+        );
+        let missing = kube::Error::Api(
+            kube::core::Status::failure("404 Not Found text/plain", NOT_A_STATUS)
+                .with_code(404)
+                .boxed(),
+        );
+        let said = Error::from_kube(missing, &server, "listing clusters").to_string();
+        assert!(
+            said.contains("is not a Kubernetes API server (it answered 404 Not Found text/plain while listing clusters)"),
             "{said}"
         );
     }

@@ -541,10 +541,6 @@ async fn a_target_that_is_not_kubernetes_is_named_by_its_end_url_and_answer() {
             "200 OK text/html",
         ),
         (
-            "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 21\r\n\r\ninternal server error",
-            "500 Internal Server Error text/plain",
-        ),
-        (
             "HTTP/1.1 404 Not Found\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 19\r\n\r\n404 page not found\n",
             "404 Not Found text/plain",
         ),
@@ -570,6 +566,28 @@ async fn a_target_that_is_not_kubernetes_is_named_by_its_end_url_and_answer() {
             );
         }
     }
+    // A 500 in a text body is a server (or a proxy) failing, not one that is not Kubernetes.
+    let (url, _server) = answering(
+        "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 21\r\n\r\ninternal server error",
+    )
+    .await;
+    let kubeconfig = two_ends(&source, &url);
+    let output = run_plugin(
+        Some(&kubeconfig),
+        &["move", "--context", "source", "--to-context", "other"],
+    )
+    .await;
+    assert_one_line_error(
+        &output,
+        &format!(
+            "the target ({url}) answered 500 Internal Server Error text/plain while reading namespace kube-system, also when asked again; the server (or a proxy in front of it) is failing: check that it is healthy, or that --to-context/--to-kubeconfig point at the cluster you meant"
+        ),
+    );
+    assert!(
+        !output.stderr.contains("not a Kubernetes API server"),
+        "{}",
+        output.stderr
+    );
     assert!(source.server.writes().is_empty());
 }
 
