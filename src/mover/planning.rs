@@ -150,6 +150,10 @@ impl Move<'_> {
         // Whatever a finished record says: a Cluster asked for that is in neither place is an
         // error.
         if !missing.is_empty() {
+            let in_target = self.in_target(types, &missing).await?;
+            if !in_target.is_empty() {
+                return Err(Error::Refused(in_target));
+            }
             return Err(Error::ClustersNotFound {
                 names: missing,
                 scope: scope_shown,
@@ -210,6 +214,54 @@ impl Move<'_> {
 
     /// The Clusters the finished move recorded here moved that are in the target now (by name):
     /// where the record and the clusters agree. Empty without a finished record.
+    /// For each of `names` (Clusters not in the source) that the target holds in this scope's
+    /// namespace, why there is nothing to move: it is in the target already, moved by a move
+    /// whose record does not speak for it (another selection) or by someone else.
+    async fn in_target(
+        &self,
+        types: &[crate::mover::graph::discover::MoveType],
+        names: &[String],
+    ) -> Result<Vec<String>> {
+        let (ListScope::Namespace(namespace), Some(target), Some(clusters)) = (
+            &self.scope,
+            &self.ends.target,
+            types
+                .iter()
+                .find(|t| crate::names::is_core_cluster(&t.info.group, &t.info.kind)),
+        ) else {
+            return Ok(Vec::new());
+        };
+        let api = kube::api::Api::<kube::api::DynamicObject>::namespaced_with(
+            target.cluster.client.clone(),
+            namespace,
+            &clusters.resource,
+        );
+        let mut there = Vec::new();
+        for name in names {
+            let found = api.get_opt(name).await.map_err(|e| {
+                target
+                    .cluster
+                    .api_error(e, &format!("reading Cluster {namespace}/{name}"))
+            })?;
+            if found.is_some() {
+                // A hint only with the user's own kubeconfig for the target (never a Secret's).
+                let check = self.request.target.as_ref().map_or_else(String::new, |t| {
+                    format!(
+                        "; check it there with `kubectl capi verify {} -n {}{}`",
+                        crate::settings::shell_word(name),
+                        crate::settings::shell_word(namespace),
+                        t.as_flags()
+                    )
+                });
+                there.push(format!(
+                    "Cluster {namespace}/{name} is not in the source but in the target ({}) already, so there is nothing of it to move{check}",
+                    target.cluster.url,
+                ));
+            }
+        }
+        Ok(there)
+    }
+
     async fn moved_and_there(
         &self,
         history: &History,
