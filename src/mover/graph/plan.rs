@@ -260,13 +260,30 @@ fn excluded(
     scheduled: &BTreeSet<String>,
 ) -> Vec<Excluded> {
     let (selected, unselected) = (&choice.selected, &choice.unselected);
+    // What the Clusters of either side use (a ClusterClass, say): their owners, soft ones
+    // included. Used only by Clusters that stay, an object stays with them, unremarked.
+    let used_by = |clusters: &BTreeSet<String>| -> BTreeSet<&str> {
+        clusters
+            .iter()
+            .filter_map(|uid| graph.nodes.get(uid))
+            .flat_map(|c| {
+                c.owners
+                    .iter()
+                    .map(|o| o.uid.as_str())
+                    .chain(c.soft_owners.iter().map(String::as_str))
+            })
+            .collect()
+    };
+    let (used_by_selected, used_by_unselected) = (used_by(selected), used_by(unselected));
     let mut excluded = Vec::new();
     for node in graph.nodes.values().filter(|n| !n.is_virtual()) {
         if scope.contains(&node.uid) && scheduled.contains(&node.uid) {
             continue;
         }
-        let belongs_elsewhere = node.tenants.iter().any(|t| unselected.contains(t))
-            && !node.tenants.iter().any(|t| selected.contains(t));
+        let uid = node.uid.as_str();
+        let belongs_elsewhere = (node.tenants.iter().any(|t| unselected.contains(t))
+            && !node.tenants.iter().any(|t| selected.contains(t)))
+            || (used_by_unselected.contains(uid) && !used_by_selected.contains(uid));
         if belongs_elsewhere {
             continue;
         }

@@ -310,6 +310,18 @@ fn cluster_classes_shared_and_across_namespaces() {
     );
     assert!(!foo.kept_in_source.contains("Cluster ns1/foo"));
 
+    // A class only a Cluster that stays uses stays with it, unremarked — never reported as
+    // "not linked to any Cluster".
+    w.add(CORE, "ClusterClass", "ns1", "class2", &[], json!({}));
+    use_class(&mut w, "bar", json!({"name": "class2"}));
+    let foo = plan_of(&w, Some("ns1"), &["Cluster ns1/foo"]);
+    assert!(
+        !foo.excluded.iter().any(|e| e.object.name == "class2"),
+        "{:?}",
+        foo.excluded
+    );
+    assert!(!groups(&foo).concat().contains(&"ClusterClass ns1/class2".to_string()));
+
     // A class in another namespace is copied but never deleted (clusterctl ≥ 1.10).
     let mut cross = Fixture::default();
     cross.add(CORE, "ClusterClass", "classes", "shared", &[], json!({}));
