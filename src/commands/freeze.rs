@@ -288,6 +288,23 @@ pub async fn run_on(
         }
         _ => None,
     };
+    // Taking the lease may have waited for another command (a move that took these Clusters
+    // away, say): what is frozen is read again under it.
+    let (listed, request) = match &lease {
+        Some(_) => {
+            let fresh = Snapshot::fetch_with(cluster, catalog, &fetch).await?;
+            let clusters =
+                selected_clusters((cluster, catalog), &fresh, selection, &scope, settings).await?;
+            (
+                fresh,
+                Request {
+                    clusters,
+                    ..request
+                },
+            )
+        }
+        None => (listed, request),
+    };
     let mut outcomes = super::holding::holding(
         lease,
         printer,

@@ -125,6 +125,10 @@ async fn patch_one(
             context: format!("patching {}", target.object.kubectl_name()),
             message: "conflicts persisted; try again".into(),
         },
+        kube::Error::Api(status) if status.code == 404 => Error::Api {
+            context: format!("patching {}", target.object.kubectl_name()),
+            message: "it is gone (deleted, or moved to another management cluster, while this command ran); run the command again to act on what is there now".into(),
+        },
         e => cluster.api_error(e, &format!("patching {}", target.object.kubectl_name())),
     })
 }

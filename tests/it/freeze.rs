@@ -600,3 +600,63 @@ async fn selection_is_required_and_unacknowledged_freezes_warn() {
     );
     assert_eq!(report["clusters"][0]["frozen"][0]["byKubectlCapi"], true);
 }
+
+/// A pause that waited for another command's lease acts on what is there once it holds it: what
+/// that command took away meanwhile (a move's deletes) is read again under the lease, never
+/// patched blind into a raw "patching …: not found".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_that_waited_for_the_lease_acts_on_what_is_there_then() {
+    use crate::move_world::{Fixture, World};
+    let w = World::start(&Fixture::workload(&["w1"])).await;
+    crate::one_writer::held_from_another_host(&w.source, "kubectl capi move -n ns1 --to-context b")
+        .await;
+    let pause = w
+        .command(&["pause", "--context", "source", "-n", "ns1", "--all"])
+        .spawn()
+        .unwrap();
+    crate::common::wait_until("the pause to read the lease", || {
+        w.source
+            .requests()
+            .iter()
+            .any(|r| r.resource == "leases" && r.agent.starts_with(crate::common::PLUGIN_AGENT))
+    })
+    .await;
+    // The other command moves the Cluster away while the pause waits.
+    for object in w.source.dump() {
+        let scaler = [
+            "Cluster",
+            "KubeadmControlPlane",
+            "MachineDeployment",
+            "MachineSet",
+        ];
+        if object["metadata"]["namespace"] == "ns1"
+            && scaler.contains(&object["kind"].as_str().unwrap_or_default())
+        {
+            let (api_version, kind) = (
+                object["apiVersion"].as_str().unwrap(),
+                object["kind"].as_str().unwrap(),
+            );
+            let name = object["metadata"]["name"].as_str().unwrap();
+            // (What it owns may be gone with it already.)
+            let _ =
+                capi_sandbox::api::delete(&w.source.client(), api_version, kind, "ns1", name).await;
+        }
+    }
+    let out: crate::common::Output = pause.wait_with_output().await.unwrap().into();
+    assert!(!out.stderr.contains("not found"), "{}", out.stderr);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("error: no Cluster API Clusters matched")),
+        "after the wait's own line, one error: {}",
+        out.stderr
+    );
+    assert!(
+        w.source.writes().iter().all(
+            |r| !r.agent.starts_with(crate::common::PLUGIN_AGENT) || crate::common::is_lease(r)
+        ),
+        "nothing patched"
+    );
+}

@@ -140,14 +140,19 @@ async fn a_selector_selects_clusters_for_move_exactly() {
     let out = w.plugin(&[&MOVE_NS1[..], &["foo"]].concat()).await;
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains(
-            "Cluster ns1/foo is not in the source but in the target (http://127.0.0.1:"
-        ) && out.stderr.contains("already, so there is nothing of it to move"),
+        out.stderr
+            .contains("Cluster ns1/foo is not in the source but in the target (http://127.0.0.1:")
+            && out
+                .stderr
+                .contains("already, so there is nothing of it to move"),
         "{}",
         out.stderr
     );
     let hint = out.stderr.split('`').nth(1).unwrap();
-    assert!(hint.starts_with("kubectl capi verify foo -n ns1 --context target"), "{hint}");
+    assert!(
+        hint.starts_with("kubectl capi verify foo -n ns1 --context target"),
+        "{hint}"
+    );
     let pasted = w.paste(hint).await;
     assert_ne!(pasted.code, 2, "the hint runs: {}", pasted.stderr);
 }

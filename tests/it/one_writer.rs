@@ -907,7 +907,7 @@ async fn two_moves_from_two_sources_into_one_target_exactly_one_proceeds() {
 
 /// Gives `server` a Lease held by `command` on host ops-9 for 1 s, last renewed long ago: this
 /// machine cannot tell whether its holder lives, so a command waits its duration out.
-async fn held_from_another_host(server: &ApiServer, command: &str) {
+pub async fn held_from_another_host(server: &ApiServer, command: &str) {
     let holder = serde_json::json!({"host": "ops-9", "pid": 4242, "command": command,
         "since": "2026-12-04T10:00:00Z"});
     let lease = serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",

@@ -320,7 +320,11 @@ fn cluster_classes_shared_and_across_namespaces() {
         "{:?}",
         foo.excluded
     );
-    assert!(!groups(&foo).concat().contains(&"ClusterClass ns1/class2".to_string()));
+    assert!(
+        !groups(&foo)
+            .concat()
+            .contains(&"ClusterClass ns1/class2".to_string())
+    );
 
     // A class in another namespace is copied but never deleted (clusterctl ≥ 1.10).
     let mut cross = Fixture::default();
