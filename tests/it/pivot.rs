@@ -736,3 +736,31 @@ async fn errors_about_a_secrets_kubeconfig_name_the_end_the_secret_and_the_serve
     }
     assert_eq!(plugin_writes(&pair), 0);
 }
+
+/// A workload cluster's kubeconfig Secret that reaches the source itself refuses the move before
+/// any write, naming that Secret — its fix — not a `--to-context` that `--to-cluster` has none of.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_kubeconfig_that_reaches_the_source_names_the_secret() {
+    let pair = self_hosted().await;
+    let source = pair.env.source.server.clone();
+    let itself = pair.env.source.serving.kubeconfig_entry("w1");
+    assert!(itself.server.starts_with("https://"), "{}", itself.server);
+    store_kubeconfig(&source, &capi_sandbox::apiserver::kubeconfig(&[itself])).await;
+    let before = plugin_writes(&pair);
+    let out = pair
+        .plugin(&["move", "w1", "--to-cluster", "w1", "--dry-run=server"])
+        .await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("the source and the target are the same cluster")
+            && out
+                .stderr
+                .contains("the kubeconfig in Secret default/w1-kubeconfig")
+            && out.stderr.contains("check that Secret")
+            && !out.stderr.contains("--to-context"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(plugin_writes(&pair), before, "nothing written");
+}

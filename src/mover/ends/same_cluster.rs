@@ -58,15 +58,24 @@ pub async fn identify(cluster: &Cluster) -> Result<Identity> {
 
 /// Why `source` and `target` must not be used as a move's two ends, if they must not: they are
 /// one cluster, or it cannot be told that they are not. Pure: the contexts name them in the
-/// message.
+/// message — or, for a target reached through a kubeconfig read from a cluster (`via`, the
+/// Secret it came from), that kubeconfig, whose fix is not a flag.
 pub fn refusal(
     source: &Identity,
     target: &Identity,
     source_context: &str,
-    target_context: &str,
+    (target_context, via): (&str, Option<&str>),
 ) -> Option<String> {
-    let both = format!("contexts \"{source_context}\" and \"{target_context}\"");
-    let consequence = "a move between them would delete from the cluster every object it copies; pass a --to-context (or --to-kubeconfig) of another management cluster";
+    let (both, consequence) = match via {
+        None => (
+            format!("contexts \"{source_context}\" and \"{target_context}\""),
+            "a move between them would delete from the cluster every object it copies; pass a --to-context (or --to-kubeconfig) of another management cluster".to_string(),
+        ),
+        Some(via) => (
+            format!("context \"{source_context}\" and the kubeconfig in {via}"),
+            "that workload cluster's kubeconfig reaches this management cluster itself (is it self-hosted already?), and a move into it would delete every object it copies; check that Secret, or pass --to-cluster another workload cluster".to_string(),
+        ),
+    };
     if normalised(&source.url) == normalised(&target.url) {
         return Some(format!(
             "the source and the target are the same cluster: {both} both reach {}; {consequence}",
@@ -94,7 +103,8 @@ pub fn refusal(
 /// cluster as both ends, or an identity that cannot be read.
 pub async fn ensure_distinct(source: &Cluster, target: &Cluster) -> Result<Between> {
     let (a, b) = futures::try_join!(identify(source), identify(target))?;
-    if let Some(reason) = refusal(&a, &b, &source.context, &target.context) {
+    let via = target.via.as_deref();
+    if let Some(reason) = refusal(&a, &b, &source.context, (&target.context, via)) {
         return Err(Error::Refused(vec![reason]));
     }
     match (a.kube_system_uid, b.kube_system_uid) {
@@ -121,14 +131,22 @@ mod tests {
             &id("http://127.0.0.1:8080", "u1"),
             &id("http://localhost:8080", "u1"),
             "a",
-            "b",
+            ("b", None),
         )
         .unwrap();
         assert!(
             refused.contains("same cluster") && refused.contains("\"a\" and \"b\""),
             "{refused}"
         );
-        assert!(refusal(&id("http://x", "u1"), &id("http://y", "u2"), "a", "b").is_none());
+        assert!(
+            refusal(
+                &id("http://x", "u1"),
+                &id("http://y", "u2"),
+                "a",
+                ("b", None)
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -139,7 +157,7 @@ mod tests {
             ("https://k:6443", "https://k:6443"),
         ] {
             assert!(
-                refusal(&id(a, "u1"), &id(b, "u2"), "a", "b").is_some(),
+                refusal(&id(a, "u1"), &id(b, "u2"), "a", ("b", None)).is_some(),
                 "{a} {b}"
             );
         }
@@ -148,9 +166,26 @@ mod tests {
                 &id("https://k:6443", "u1"),
                 &id("https://k:6444", "u2"),
                 "a",
-                "b"
+                ("b", None)
             )
             .is_none()
+        );
+    }
+
+    #[test]
+    fn a_secrets_kubeconfig_that_reaches_the_source_names_the_secret_not_a_flag() {
+        let refused = refusal(
+            &id("https://m:6443", "u1"),
+            &id("https://m.example:6443", "u1"),
+            "mgmt",
+            ("w1", Some("Secret default/w1-kubeconfig of the source")),
+        )
+        .unwrap();
+        assert!(
+            refused.contains("the kubeconfig in Secret default/w1-kubeconfig of the source")
+                && refused.contains("check that Secret")
+                && !refused.contains("--to-context"),
+            "{refused}"
         );
     }
 
@@ -160,7 +195,7 @@ mod tests {
             url: "http://y".into(),
             kube_system_uid: Err("reading namespace kube-system is forbidden".into()),
         };
-        let refused = refusal(&id("http://x", "u1"), &unknown, "a", "b").unwrap();
+        let refused = refusal(&id("http://x", "u1"), &unknown, "a", ("b", None)).unwrap();
         assert!(
             refused.contains("cannot tell") && refused.contains("forbidden"),
             "{refused}"
