@@ -12,8 +12,8 @@ pub fn namespace(name: &str) -> Result<(), String> {
 /// gave it (`--to-cluster`), if not a positional name.
 pub fn cluster_name(name: &str, flag: Option<&str>) -> Result<(), String> {
     let rule = match name.len() <= 63 {
-        true => dns_subdomain(name),
-        false => Err(CLUSTER_NAME_LENGTH_RULE),
+        true => dns_subdomain(name).map_err(str::to_string),
+        false => Err(cluster_name_length_rule()),
     };
     rule.map_err(|rule| {
         let given = flag.map(|f| format!(" ({f})")).unwrap_or_default();
@@ -30,7 +30,13 @@ pub fn label_selector(selector: &str) -> Result<(), String> {
 }
 
 const LABEL_RULE: &str = "a DNS-1123 label is at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit";
-const CLUSTER_NAME_LENGTH_RULE: &str = "a Cluster's name is at most 63 characters, as Cluster API writes it as the value of the label cluster.x-k8s.io/cluster-name";
+/// Why a Cluster's name is at most 63 characters.
+fn cluster_name_length_rule() -> String {
+    format!(
+        "a Cluster's name is at most 63 characters, as Cluster API writes it as the value of the label {}",
+        crate::names::CLUSTER_NAME_LABEL
+    )
+}
 const SUBDOMAIN_RULE: &str = "a DNS-1123 subdomain is at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit";
 
 fn alphanumeric_lower(c: char) -> bool {

@@ -151,11 +151,18 @@ impl Move<'_> {
         // error.
         if !missing.is_empty() {
             let in_target = self.in_target(types, &missing).await?;
-            if !in_target.is_empty() {
-                return Err(Error::Refused(in_target));
+            let neither: Vec<String> = missing
+                .into_iter()
+                .filter(|name| !in_target.iter().any(|(there, _)| there == name))
+                .collect();
+            // Names in neither cluster are the error; the rest are in the target already.
+            if neither.is_empty() {
+                return Err(Error::Refused(
+                    in_target.into_iter().map(|(_, why)| why).collect(),
+                ));
             }
             return Err(Error::ClustersNotFound {
-                names: missing,
+                names: neither,
                 scope: scope_shown,
                 flags: self.request.source.as_flags(),
             });
@@ -215,13 +222,13 @@ impl Move<'_> {
     /// The Clusters the finished move recorded here moved that are in the target now (by name):
     /// where the record and the clusters agree. Empty without a finished record.
     /// For each of `names` (Clusters not in the source) that the target holds in this scope's
-    /// namespace, why there is nothing to move: it is in the target already, moved by a move
+    /// namespace, its name and why there is nothing to move: it is in the target already, moved by a move
     /// whose record does not speak for it (another selection) or by someone else.
     async fn in_target(
         &self,
         types: &[crate::mover::graph::discover::MoveType],
         names: &[String],
-    ) -> Result<Vec<String>> {
+    ) -> Result<Vec<(String, String)>> {
         let (ListScope::Namespace(namespace), Some(target), Some(clusters)) = (
             &self.scope,
             &self.ends.target,
@@ -253,9 +260,12 @@ impl Move<'_> {
                         t.as_flags()
                     )
                 });
-                there.push(format!(
-                    "Cluster {namespace}/{name} is not in the source but in the target ({}) already, so there is nothing of it to move{check}",
-                    target.cluster.url,
+                there.push((
+                    name.clone(),
+                    format!(
+                        "Cluster {namespace}/{name} is not in the source but in the target ({}) already, so there is nothing of it to move{check}",
+                        target.cluster.url,
+                    ),
                 ));
             }
         }

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use kube::api::DynamicObject;
 
+use super::next_steps::NextSteps;
 use crate::model::{
     ClusterClassView, ClusterView, HealthCheckView, MachineView, ObjectRef, ScalerKind, ScalerView,
     has_annotation, kinds,
@@ -159,53 +160,6 @@ struct Checks {
     next: NextSteps,
 }
 
-/// Commands that a blocker's message suggests as its next step, for one Cluster and with the
-/// user's connection flags, so that they work when pasted.
-struct NextSteps {
-    namespace: String,
-    name: String,
-    flags: String,
-    /// The command already waits: a blocker says what it waits for, not how to wait.
-    waiting: bool,
-}
-
-impl NextSteps {
-    /// `` `kubectl capi <verb> <cluster> -n <ns><extra><flags>` ``
-    fn capi(&self, verb: &str, extra: &str) -> String {
-        format!(
-            "`kubectl capi {verb} {} -n {}{extra}{}`",
-            shell_word(&self.name),
-            shell_word(&self.namespace),
-            self.flags
-        )
-    }
-
-    fn wait(&self) -> String {
-        self.capi("ready", " --wait")
-    }
-
-    /// `message`, and the command that waits until it is over unless this one already waits.
-    fn until_over(&self, message: String) -> String {
-        match self.waiting {
-            true => message,
-            false => format!("{message}; wait for it with {}", self.wait()),
-        }
-    }
-
-    fn pause(&self) -> String {
-        self.capi("pause", "")
-    }
-
-    /// `` `kubectl <args> -n <namespace><flags>` `` for an object in `namespace`.
-    fn kubectl(&self, args: &str, namespace: &str) -> String {
-        format!(
-            "`kubectl {args} -n {}{}`",
-            shell_word(namespace),
-            self.flags
-        )
-    }
-}
-
 impl Checks {
     fn push(&mut self, check: CheckId, status: CheckStatus, object: &ObjectRef, message: String) {
         self.list.push(Check {
@@ -244,6 +198,13 @@ fn evaluate_cluster(
             name: cluster.reference.name.clone(),
             flags: options.flags.clone(),
             waiting: options.waiting,
+            mid_move: cluster.is_paused()
+                && (cluster.moved_by.is_some()
+                    || options.unfinished_moves.iter().any(|m| {
+                        m.clusters.iter().any(|(ns, name)| {
+                            *ns == cluster.reference.namespace && *name == cluster.reference.name
+                        })
+                    })),
         },
     };
     provisioning(&cluster, &mut checks);
@@ -497,7 +458,7 @@ fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Chec
                     CheckId::Scaling,
                     CheckStatus::Fail,
                     &view.reference,
-                    format!("{what}; freeze its scaling with {}", checks.next.pause()),
+                    checks.next.or_freeze(what, "freeze its scaling with"),
                 ),
             }
         }
@@ -551,11 +512,13 @@ fn remediation(
                 CheckId::Remediation,
                 CheckStatus::Fail,
                 &mhc.reference,
-                format!(
-                    "{} holds {} Machine(s) unhealthy and remediation may delete and recreate Machines; wait for it to finish or freeze it with {}",
-                    mhc.reference.kind_and_place(),
-                    mhc.unhealthy().max(marked.len() as i64),
-                    checks.next.pause()
+                checks.next.or_freeze(
+                    format!(
+                        "{} holds {} Machine(s) unhealthy and remediation may delete and recreate Machines",
+                        mhc.reference.kind_and_place(),
+                        mhc.unhealthy().max(marked.len() as i64),
+                    ),
+                    "wait for it to finish or freeze it with",
                 ),
             );
         }

@@ -444,6 +444,19 @@ async fn no_hint_unpauses_an_interrupted_moves_copies() {
                 && said.contains("--rollback"),
             "{args:?}: {said}"
         );
+        // Neither waiting (a copy that cannot provision) nor freezing (the move's copies) is
+        // offered for a Cluster mid-move.
+        for misleading in ["--wait`", "kubectl capi pause"] {
+            assert!(
+                !said.contains(misleading),
+                "{args:?}: {misleading} in {said}"
+            );
+        }
+        assert!(
+            said.contains("finish or undo the kubectl-capi move that paused its Cluster first")
+                || !said.contains("still provisioning"),
+            "{args:?}: {said}"
+        );
     }
     // A move the other way reaches the journal's copy (in its target): it gives the commands
     // that continue the move and undo it, in this user's flags — and they work when pasted.
