@@ -446,10 +446,20 @@ async fn no_hint_unpauses_an_interrupted_moves_copies() {
         );
         // Neither waiting (a copy that cannot provision) nor freezing (the move's copies) is
         // offered for a Cluster mid-move.
-        for misleading in ["--wait`", "kubectl capi pause"] {
+        for misleading in [
+            "--wait`",
+            "kubectl capi pause",
+            "delete it there or pass --overwrite-existing",
+        ] {
             assert!(
                 !said.contains(misleading),
                 "{args:?}: {misleading} in {said}"
+            );
+        }
+        if args[0] == "move" {
+            assert!(
+                said.contains("finishing or undoing that move settles them — do not delete them"),
+                "the originals in the way, folded into one refusal: {said}"
             );
         }
         assert!(

@@ -59,7 +59,7 @@ pub async fn preflight(
     // Read-only, so that its refusals come with every other one.
     let existing = existing_in_target(plan, types, &target.cluster).await?;
     let judged = judge_existing(existing, &target.cluster, this_move).await?;
-    failures.extend(judged.refusals);
+    failures.extend(fold_mid_move(plan, this_move, judged.refusals));
     if !failures.is_empty() || this_move.before_freeze {
         return Ok(Preflight {
             failures,
@@ -75,6 +75,65 @@ pub async fn preflight(
     checked.in_target.extend(judged.in_target);
     checked.reused = judged.reused;
     Ok(checked)
+}
+
+/// The objects already in the target that belong to a Cluster mid-move (paused by another
+/// kubectl-capi move that did not finish: the originals, or copies, of that move) are one
+/// refusal, not one per object: finishing or undoing that move — which the Cluster's own refusal
+/// gives the commands for — settles them all, and "delete it there" would destroy them.
+fn fold_mid_move(
+    plan: &MovePlan,
+    this_move: &ThisMove<'_>,
+    refusals: Vec<Refusal>,
+) -> Vec<Refusal> {
+    let paused_by_this_move = this_move
+        .earlier
+        .map(|j| j.paused.as_slice())
+        .unwrap_or_default();
+    let mid_move: BTreeSet<&str> = plan
+        .scheduled
+        .iter()
+        .map(|uid| plan.node(uid))
+        .filter(|n| crate::names::is_core_cluster(n.reference.group(), &n.reference.kind))
+        .filter(|n| !paused_by_this_move.contains(&n.reference))
+        .filter(|n| {
+            n.object.as_ref().is_some_and(|o| {
+                let view = crate::model::ClusterView::read(o);
+                view.is_paused()
+                    && (view.moved_by.is_some()
+                        || this_move.unfinished.iter().any(|m| {
+                            m.clusters.contains(&(
+                                view.reference.namespace.clone(),
+                                view.reference.name.clone(),
+                            ))
+                        }))
+            })
+        })
+        .map(|n| n.uid.as_str())
+        .collect();
+    if mid_move.is_empty() {
+        return refusals;
+    }
+    let of_mid_move: BTreeSet<&ObjectRef> = plan
+        .scheduled
+        .iter()
+        .map(|uid| plan.node(uid))
+        .filter(|n| {
+            mid_move.contains(n.uid.as_str())
+                || n.tenants.iter().any(|t| mid_move.contains(t.as_str()))
+        })
+        .map(|n| &n.reference)
+        .collect();
+    let (folded, mut kept): (Vec<Refusal>, Vec<Refusal>) = refusals
+        .into_iter()
+        .partition(|r| matches!(r, Refusal::AlreadyExists(o) if of_mid_move.contains(o)));
+    if !folded.is_empty() {
+        kept.push(Refusal::Source(format!(
+            "{} object(s) of the Clusters that move did not finish with are in the target already (what it copied from, or to); finishing or undoing that move settles them — do not delete them",
+            folded.len()
+        )));
+    }
+    kept
 }
 
 /// clusterctl's preflight and what ready adds, through the same evaluator, and clusterctl's P6
