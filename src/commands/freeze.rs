@@ -187,6 +187,19 @@ pub async fn run(
     Ok(status)
 }
 
+/// The refusal for Clusters that were there when the command started and are gone once it held
+/// the lease: the command it waited for (a move) took them away.
+fn gone_while_waiting(clusters: &[(String, String)], scope: &ListScope) -> Error {
+    let names: Vec<String> = clusters
+        .iter()
+        .map(|(ns, name)| format!("{ns}/{name}"))
+        .collect();
+    Error::Refused(vec![format!(
+        "Cluster(s) {} were in {scope} when this command started and are gone now: the command it waited for the lease of (a move, say) took them away; nothing was changed — run it against the management cluster they are in now",
+        names.join(", ")
+    )])
+}
+
 /// The Clusters `selection` names in `listed`, as `(namespace, name)`; a name not there is an
 /// error, as is a selection that matches nothing.
 async fn selected_clusters(
@@ -293,8 +306,15 @@ pub async fn run_on(
     let (listed, request) = match &lease {
         Some(_) => {
             let fresh = Snapshot::fetch_with(cluster, catalog, &fetch).await?;
-            let clusters =
-                selected_clusters((cluster, catalog), &fresh, selection, &scope, settings).await?;
+            let selected =
+                selected_clusters((cluster, catalog), &fresh, selection, &scope, settings).await;
+            let clusters = match selected {
+                Ok(clusters) => clusters,
+                Err(Error::Usage(_) | Error::ClustersNotFound { .. }) => {
+                    return Err(gone_while_waiting(&request.clusters, &scope));
+                }
+                Err(e) => return Err(e),
+            };
             (
                 fresh,
                 Request {

@@ -644,13 +644,12 @@ async fn a_pause_that_waited_for_the_lease_acts_on_what_is_there_then() {
     }
     let out: crate::common::Output = pause.wait_with_output().await.unwrap().into();
     assert!(!out.stderr.contains("not found"), "{}", out.stderr);
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
-        out.stderr
-            .lines()
-            .last()
-            .is_some_and(|l| l.starts_with("error: no Cluster API Clusters matched")),
-        "after the wait's own line, one error: {}",
+        out.stderr.lines().last().is_some_and(|l| l.starts_with(
+            "error: Cluster(s) ns1/foo were in namespace ns1 when this command started and are gone now"
+        ) && l.contains("nothing was changed")),
+        "after the wait's own lines, one refusal: {}",
         out.stderr
     );
     assert!(
