@@ -222,89 +222,92 @@ impl Move<'_> {
     /// The Clusters the finished move recorded here moved that are in the target now (by name):
     /// where the record and the clusters agree. Empty without a finished record.
     /// For each of `names` (Clusters not in the source) that the target holds in this scope's
-    /// namespace, its name and why there is nothing to move: it is in the target already, moved by a move
-    /// whose record does not speak for it (another selection) or by someone else.
+    /// namespace, its name and why there is nothing to move: it is in the target already, moved
+    /// by a move whose record does not speak for it (another selection) or by someone else.
     async fn in_target(
         &self,
         types: &[crate::mover::graph::discover::MoveType],
         names: &[String],
     ) -> Result<Vec<(String, String)>> {
-        let (ListScope::Namespace(namespace), Some(target), Some(clusters)) = (
-            &self.scope,
-            &self.ends.target,
-            types
-                .iter()
-                .find(|t| crate::names::is_core_cluster(&t.info.group, &t.info.kind)),
-        ) else {
+        let (ListScope::Namespace(namespace), Some(target)) = (&self.scope, &self.ends.target)
+        else {
             return Ok(Vec::new());
         };
-        let api = kube::api::Api::<kube::api::DynamicObject>::namespaced_with(
-            target.cluster.client.clone(),
-            namespace,
-            &clusters.resource,
-        );
         let mut there = Vec::new();
         for name in names {
-            let found = api.get_opt(name).await.map_err(|e| {
-                target
-                    .cluster
-                    .api_error(e, &format!("reading Cluster {namespace}/{name}"))
-            })?;
-            if found.is_some() {
-                // A hint only with the user's own kubeconfig for the target (never a Secret's).
-                let check = self.request.target.as_ref().map_or_else(String::new, |t| {
-                    format!(
-                        "; check it there with `kubectl capi verify {} -n {}{}`",
-                        crate::settings::shell_word(name),
-                        crate::settings::shell_word(namespace),
-                        t.as_flags()
-                    )
-                });
-                there.push((
-                    name.clone(),
-                    format!(
-                        "Cluster {namespace}/{name} is not in the source but in the target ({}) already, so there is nothing of it to move{check}",
-                        target.cluster.url,
-                    ),
-                ));
+            let reading = format!("reading Cluster {namespace}/{name}");
+            if !self
+                .target_holds(types, (namespace, name), &reading)
+                .await?
+            {
+                continue;
             }
+            // A hint only with the user's own kubeconfig for the target (never a Secret's).
+            let check = self.request.target.as_ref().map_or_else(String::new, |t| {
+                format!(
+                    "; check it there with `kubectl capi verify {} -n {}{}`",
+                    crate::settings::shell_word(name),
+                    crate::settings::shell_word(namespace),
+                    t.as_flags()
+                )
+            });
+            there.push((
+                name.clone(),
+                format!(
+                    "Cluster {namespace}/{name} is not in the source but in the target ({}) already, so there is nothing of it to move{check}",
+                    target.cluster.url,
+                ),
+            ));
         }
         Ok(there)
     }
 
+    /// The Clusters the finished record moved that the target holds now.
     async fn moved_and_there(
         &self,
         history: &History,
         types: &[crate::mover::graph::discover::MoveType],
     ) -> Result<Vec<ObjectRef>> {
-        let (Some(record), Some(target), Some(clusters)) = (
-            &history.finished,
+        let Some(record) = &history.finished else {
+            return Ok(Vec::new());
+        };
+        let mut there = Vec::new();
+        for cluster in record.moved_clusters() {
+            let reading = format!("reading Cluster {}", cluster.kubectl_name());
+            let place = (cluster.namespace.as_str(), cluster.name.as_str());
+            if self.target_holds(types, place, &reading).await? {
+                there.push(cluster.clone());
+            }
+        }
+        Ok(there)
+    }
+
+    /// Whether the target holds the Cluster `namespace/name` (false without a target, or where
+    /// Cluster API's Cluster is not among the kinds moved). A failed read is an error, named by
+    /// `reading`.
+    async fn target_holds(
+        &self,
+        types: &[crate::mover::graph::discover::MoveType],
+        (namespace, name): (&str, &str),
+        reading: &str,
+    ) -> Result<bool> {
+        let (Some(target), Some(clusters)) = (
             &self.ends.target,
             types
                 .iter()
                 .find(|t| crate::names::is_core_cluster(&t.info.group, &t.info.kind)),
         ) else {
-            return Ok(Vec::new());
+            return Ok(false);
         };
-        let mut there = Vec::new();
-        for cluster in record.moved_clusters() {
-            let found = kube::api::Api::<kube::api::DynamicObject>::namespaced_with(
-                target.cluster.client.clone(),
-                &cluster.namespace,
-                &clusters.resource,
-            )
-            .get_opt(&cluster.name)
-            .await
-            .map_err(|e| {
-                target
-                    .cluster
-                    .api_error(e, &format!("reading Cluster {}", cluster.kubectl_name()))
-            })?;
-            if found.is_some() {
-                there.push(cluster.clone());
-            }
-        }
-        Ok(there)
+        let found = kube::api::Api::<kube::api::DynamicObject>::namespaced_with(
+            target.cluster.client.clone(),
+            namespace,
+            &clusters.resource,
+        )
+        .get_opt(name)
+        .await
+        .map_err(|e| target.cluster.api_error(e, reading))?;
+        Ok(found.is_some())
     }
 
     /// Whether every object `plan` would copy is in the target already (by name; what is

@@ -532,6 +532,19 @@ fn two_ends(source: &Sandbox, url: &str) -> std::path::PathBuf {
     path
 }
 
+/// A move from `source` into a server that answers every request with `response`: that server's
+/// URL and what the move printed.
+async fn move_into_answering(source: &Sandbox, response: &'static str) -> (String, Output) {
+    let (url, _server) = answering(response).await;
+    let kubeconfig = two_ends(source, &url);
+    let output = run_plugin(
+        Some(&kubeconfig),
+        &["move", "--context", "source", "--to-context", "other"],
+    )
+    .await;
+    (url, output)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_that_is_not_kubernetes_is_named_by_its_end_url_and_answer() {
     let source = Sandbox::start(Dialect::V1beta2).await;
@@ -545,13 +558,7 @@ async fn a_target_that_is_not_kubernetes_is_named_by_its_end_url_and_answer() {
             "404 Not Found text/plain",
         ),
     ] {
-        let (url, _server) = answering(response).await;
-        let kubeconfig = two_ends(&source, &url);
-        let output = run_plugin(
-            Some(&kubeconfig),
-            &["move", "--context", "source", "--to-context", "other"],
-        )
-        .await;
+        let (url, output) = move_into_answering(&source, response).await;
         assert_one_line_error(
             &output,
             &format!(
@@ -567,14 +574,9 @@ async fn a_target_that_is_not_kubernetes_is_named_by_its_end_url_and_answer() {
         }
     }
     // A 500 in a text body is a server (or a proxy) failing, not one that is not Kubernetes.
-    let (url, _server) = answering(
+    let (url, output) = move_into_answering(
+        &source,
         "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 21\r\n\r\ninternal server error",
-    )
-    .await;
-    let kubeconfig = two_ends(&source, &url);
-    let output = run_plugin(
-        Some(&kubeconfig),
-        &["move", "--context", "source", "--to-context", "other"],
     )
     .await;
     assert_one_line_error(

@@ -43,7 +43,7 @@ use capi_sandbox::{ApiServer, FaultAction, FaultRule};
 use serde_json::{Value, json};
 
 use crate::clock_step::SteppedClock;
-use crate::move_world::{Fixture, KillPoint, MOVE_NS1, World, kill_at, run_to};
+use crate::move_world::{Fixture, KillPoint, MOVE_BACK, MOVE_NS1, World, kill_at, run_to};
 
 /// Seeds that found a violation once, each with what it found: searched against the build before
 /// the guarantees were hardened (commit a1fcd22), 30 seeds found these. (That build named no lease
@@ -179,17 +179,6 @@ impl Other {
         }
     }
 }
-
-/// The move of ns1 the other way, back into the source.
-const MOVE_BACK: [&str; 7] = [
-    "move",
-    "--context",
-    "target",
-    "--to-context",
-    "source",
-    "-n",
-    "ns1",
-];
 
 /// Durations the first command may be given that are outside 1..86400 seconds.
 const BAD_LEASE_SECONDS: &[&str] = &[

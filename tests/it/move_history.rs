@@ -419,15 +419,7 @@ async fn no_hint_unpauses_an_interrupted_moves_copies() {
         .object("cluster.x-k8s.io", "clusters", "ns1", "foo")
         .expect("the Cluster's copy was made before the kill");
     assert_eq!(copy["spec"]["paused"], true);
-    let back = [
-        "move",
-        "--context",
-        "target",
-        "--to-context",
-        "source",
-        "-n",
-        "ns1",
-    ];
+    let back = crate::move_world::MOVE_BACK;
     for args in [
         vec!["ready", "foo", "-n", "ns1", "--context", "target"],
         back.to_vec(),

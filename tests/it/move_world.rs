@@ -27,6 +27,17 @@ pub const MOVE_NS1: [&str; 7] = [
     "ns1",
 ];
 
+/// The move of ns1 the other way, from the world's target back into its source.
+pub const MOVE_BACK: [&str; 7] = [
+    "move",
+    "--context",
+    "target",
+    "--to-context",
+    "source",
+    "-n",
+    "ns1",
+];
+
 pub struct World {
     pub source: ApiServer,
     pub target: ApiServer,
