@@ -45,9 +45,7 @@ where
             .iter()
             .map(|w| w.to_string_lossy().into_owned())
             .collect();
-        let answer = commands::complete::answer(&words).await;
-        // A closed pipe is the shell giving up; nothing to say about it.
-        let _ = Printer::plain(OutputFormat::Table).data(&answer);
+        commands::complete::print_answer(&words).await;
         return ExitStatus::Success;
     }
     let command = ExitStatus::in_help(Cli::command());

@@ -164,6 +164,14 @@ fn starting_with(words: Vec<(String, String)>, partial: &str) -> Vec<(String, St
         .collect()
 }
 
+/// Prints [`answer`] for `args` on stdout, for `kubectl_complete-capi` and for the completer
+/// script's `kubectl capi __complete`.
+pub async fn print_answer(args: &[String]) {
+    let answer = answer(args).await;
+    // A closed pipe is the shell giving up; nothing to say about it.
+    let _ = crate::output::Printer::plain(crate::settings::OutputFormat::Table).data(&answer);
+}
+
 /// The completion answer for `args` (the words after `kubectl capi`, the last being completed),
 /// as kubectl reads it. Errors reaching the cluster are silent: completion offers nothing then.
 pub async fn answer(args: &[String]) -> String {

@@ -198,13 +198,7 @@ fn evaluate_cluster(
             name: cluster.reference.name.clone(),
             flags: options.flags.clone(),
             waiting: options.waiting,
-            mid_move: cluster.is_paused()
-                && (cluster.moved_by.is_some()
-                    || options.unfinished_moves.iter().any(|m| {
-                        m.clusters.iter().any(|(ns, name)| {
-                            *ns == cluster.reference.namespace && *name == cluster.reference.name
-                        })
-                    })),
+            mid_move: super::report::mid_move(&cluster, &options.unfinished_moves),
         },
     };
     provisioning(&cluster, &mut checks);
@@ -535,9 +529,7 @@ fn paused(
     let (ns, name) = (&cluster.reference.namespace, &cluster.reference.name);
     // Paused Cluster / ClusterClass: clusterctl ≥ 1.12 refuses to move them.
     if cluster.is_paused() {
-        let paused_by_move = unfinished_moves
-            .iter()
-            .find(|m| m.clusters.iter().any(|(n, c)| n == ns && c == name));
+        let paused_by_move = UnfinishedMove::of(unfinished_moves, (ns, name));
         let next = match paused_by_move {
             Some(unfinished) => format!(
                 "a kubectl-capi move paused it and did not finish: continue it with `{}` or undo it with `{}`",

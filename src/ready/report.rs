@@ -182,3 +182,26 @@ pub struct UnfinishedMove {
     pub resume: String,
     pub rollback: String,
 }
+
+impl UnfinishedMove {
+    /// The one of `moves` that paused the Cluster `namespace/name`, if one did.
+    pub fn of<'a>(
+        moves: &'a [UnfinishedMove],
+        (namespace, name): (&str, &str),
+    ) -> Option<&'a UnfinishedMove> {
+        moves
+            .iter()
+            .find(|m| m.clusters.iter().any(|(n, c)| n == namespace && c == name))
+    }
+}
+
+/// Whether `cluster` is mid-move: paused by a kubectl-capi move that did not finish, as its copy
+/// (it carries that move's mark) or as its original (one of `moves` paused it).
+pub fn mid_move(cluster: &crate::model::ClusterView, moves: &[UnfinishedMove]) -> bool {
+    let place = (
+        cluster.reference.namespace.as_str(),
+        cluster.reference.name.as_str(),
+    );
+    cluster.is_paused()
+        && (cluster.moved_by.is_some() || UnfinishedMove::of(moves, place).is_some())
+}

@@ -99,14 +99,7 @@ fn fold_mid_move(
         .filter(|n| {
             n.object.as_ref().is_some_and(|o| {
                 let view = crate::model::ClusterView::read(o);
-                view.is_paused()
-                    && (view.moved_by.is_some()
-                        || this_move.unfinished.iter().any(|m| {
-                            m.clusters.contains(&(
-                                view.reference.namespace.clone(),
-                                view.reference.name.clone(),
-                            ))
-                        }))
+                crate::ready::report::mid_move(&view, this_move.unfinished)
             })
         })
         .map(|n| n.uid.as_str())
