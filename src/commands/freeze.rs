@@ -410,7 +410,7 @@ fn print_outcomes(
             ));
         }
         if outcomes.iter().any(|o| o.action == Action::Frozen) {
-            printer.info("note: a freeze stops Machine creation and deletion; spec.replicas changes (by users, the topology controller or cluster-autoscaler) take effect after `kubectl capi resume`");
+            printer.info("note: a freeze stops Machine creation and deletion; spec.replicas changes (by users, the topology controller or cluster-autoscaler) take effect once resumed (kubectl capi resume)");
         }
     }
     if !outcomes.iter().any(|o| o.action.writes()) {

@@ -445,7 +445,7 @@ fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Chec
                     CheckStatus::Warn,
                     &view.reference,
                     format!(
-                        "{what}; it is frozen, so the change continues after `kubectl capi resume`, wherever it then lives"
+                        "{what}; it is frozen, so the change continues once resumed (kubectl capi resume), wherever it then lives"
                     ),
                 ),
                 None => checks.push(
@@ -495,7 +495,7 @@ fn remediation(
                     CheckStatus::Warn,
                     &mhc.reference,
                     format!(
-                        "{} is frozen with {} Machine(s) marked unhealthy; it remediates them once released with `kubectl capi resume`, wherever it then lives",
+                        "{} is frozen with {} Machine(s) marked unhealthy; it remediates them once resumed (kubectl capi resume), wherever it then lives",
                         mhc.reference.kind_and_place(),
                         marked.len()
                     ),
@@ -538,7 +538,7 @@ fn paused(
             // A copy a move made paused: unpausing it by hand lets its controllers act while
             // the move still writes (new Machines, copies deleted). Never suggested.
             None if cluster.moved_by.is_some() => format!(
-                "it is a copy that the kubectl-capi move {} created paused and has not finished: do not unpause it by hand — continue that move with --resume or undo it with --rollback, run against its source cluster (`kubectl capi ready` there prints both commands)",
+                "it is a copy that the kubectl-capi move {} created paused and has not finished: do not unpause it by hand — continue that move with --resume or undo it with --rollback, run against its source cluster (kubectl capi ready there prints both commands)",
                 cluster.moved_by.as_deref().unwrap_or_default()
             ),
             None => format!(
@@ -934,9 +934,12 @@ mod tests {
             assert_eq!(frozen.frozen.len(), 1);
             assert_eq!(frozen.frozen[0].acknowledged, Some(true));
             assert!(frozen.frozen[0].by_kubectl_capi);
-            assert!(frozen.checks.iter().any(|c| c.check == "scaling"
-                && c.status == CheckStatus::Warn
-                && c.message.contains("continues after `kubectl capi resume`")));
+            assert!(frozen.checks.iter().any(|c| {
+                c.check == "scaling"
+                    && c.status == CheckStatus::Warn
+                    && c.message
+                        .contains("continues once resumed (kubectl capi resume)")
+            }));
         });
     }
 

@@ -51,7 +51,7 @@ pub(super) fn verify_cluster(
     let mut pending = Vec::new();
     let find_cluster = |snapshot: &Snapshot| named(snapshot.clusters(), namespace, name).cloned();
     let pause_hint = format!(
-        "pause the Cluster (kubectl capi pause {name} -n {namespace}{flags}) and check the provider's version and credentials in the target"
+        "pause the Cluster (`kubectl capi pause {name} -n {namespace}{flags}`) and check the provider's version and credentials in the target"
     );
 
     let cluster_in_target = find_cluster(target);
@@ -97,7 +97,7 @@ pub(super) fn verify_cluster(
         after_resume = std::mem::take(&mut pending);
         let (ns, cluster) = (shell_word(namespace), shell_word(name));
         after_resume.push(format!(
-            "{} frozen by `kubectl capi pause`: release them with `kubectl capi resume {cluster} -n {ns}{flags}`, then check again with `kubectl capi verify {cluster} -n {ns}{flags} --wait`",
+            "{} frozen by kubectl capi pause: release them with `kubectl capi resume {cluster} -n {ns}{flags}`, then check again with `kubectl capi verify {cluster} -n {ns}{flags} --wait`",
             frozen.join(", ")
         ));
     }

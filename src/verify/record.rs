@@ -435,7 +435,7 @@ mod tests {
         assert!(!result.verified);
         assert_eq!(result.failed.len(), 1, "{:?}", result.failed);
         assert!(result.failed[0].starts_with(
-            "Machine ns/prod-md-0-z was created in the target after the move: the target's controllers are provisioning new infrastructure instead of adopting — pause the Cluster (kubectl capi pause prod -n ns --context t)"
+            "Machine ns/prod-md-0-z was created in the target after the move: the target's controllers are provisioning new infrastructure instead of adopting — pause the Cluster (`kubectl capi pause prod -n ns --context t`)"
         ), "{}", result.failed[0]);
     }
 
@@ -485,7 +485,7 @@ mod tests {
         let result = verify(&target, &[]);
         assert_eq!(result.failed.len(), 2, "{:?}", result.failed);
         assert!(result.failed[0].ends_with(
-            "— pause the Cluster (kubectl capi pause prod -n ns --context t) and check the provider's version and credentials in the target"
+            "— pause the Cluster (`kubectl capi pause prod -n ns --context t`) and check the provider's version and credentials in the target"
         ), "{}", result.failed[0]);
         assert!(!result.failed[1].contains("pause"), "{}", result.failed[1]);
     }

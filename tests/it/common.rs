@@ -228,6 +228,14 @@ pub fn unfenced_writes(server: &capi_sandbox::ApiServer) -> Vec<capi_sandbox::Fe
 pub use capi_sandbox::wait_until;
 
 /// Whether `server` holds the Cluster `namespace/name`.
+/// Whether the plugin has watched `resource` on `server` (a wait has begun).
+pub fn plugin_watched(server: &ApiServer, resource: &str) -> bool {
+    server
+        .requests()
+        .iter()
+        .any(|r| r.verb == "watch" && r.resource == resource && r.agent.starts_with(PLUGIN_AGENT))
+}
+
 pub fn has_cluster(server: &ApiServer, namespace: &str, name: &str) -> bool {
     server
         .object("cluster.x-k8s.io", "clusters", namespace, name)

@@ -189,7 +189,7 @@ async fn seed_story(dialect: Dialect) {
         ready.stdout.contains("warn")
             && ready
                 .stdout
-                .contains("continues after `kubectl capi resume`"),
+                .contains("continues once resumed (kubectl capi resume)"),
         "{}",
         ready.stdout
     );

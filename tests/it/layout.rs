@@ -17,7 +17,7 @@ fn modules() -> BTreeMap<String, PathBuf> {
 
 /// Every `.rs` file under `root` with its module path; `src/bin/*` files are crates of their
 /// own, named `bin::NAME`.
-fn modules_under(root: &str) -> BTreeMap<String, PathBuf> {
+pub(crate) fn modules_under(root: &str) -> BTreeMap<String, PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
@@ -64,12 +64,12 @@ fn modules_under(root: &str) -> BTreeMap<String, PathBuf> {
 
 /// The code of a file without its `#[cfg(test)]` items, wherever they are (tests may reach
 /// anywhere), nor comments.
-fn code(path: &Path) -> String {
+pub(crate) fn code(path: &Path) -> String {
     without_tests(&std::fs::read_to_string(path).unwrap())
 }
 
 /// How far the literal, comment or lifetime at `at` reaches (its length), if one starts there.
-fn skip_literal(text: &[u8], at: usize) -> Option<usize> {
+pub(crate) fn skip_literal(text: &[u8], at: usize) -> Option<usize> {
     let rest = &text[at..];
     let find = |from: usize, needle: &[u8]| {
         rest[from..]

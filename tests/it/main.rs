@@ -11,6 +11,7 @@ mod docs;
 mod fault_search;
 mod fencing;
 mod freeze;
+mod hints;
 mod inputs;
 mod krew;
 mod kubectl_plugin;

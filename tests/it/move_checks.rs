@@ -366,6 +366,17 @@ async fn a_freeze_that_would_keep_a_control_plane_from_starting_is_refused_befor
             .all(|r| !r.agent.starts_with(crate::common::PLUGIN_AGENT)),
         "nothing frozen"
     );
+    // Pasted (with a short limit: this world has no controllers to finish the control plane),
+    // the hint waits on what blocks, and says so when it gives up.
+    let waited = w
+        .paste("kubectl capi ready foo -n ns1 --wait --context source --timeout 1s")
+        .await;
+    assert_eq!(waited.code, 1, "{}", waited.stderr);
+    assert!(
+        waited.stderr.contains("control plane") && waited.stderr.contains("1s"),
+        "{}",
+        waited.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -607,6 +607,16 @@ async fn a_holder_that_loses_its_lease_stops_writing_and_can_be_resumed() {
         "someone-else",
         "a lost lease is not deleted"
     );
+    // Pasted, the command that shows where the move stands names the command that continues it.
+    let stands = w.paste("kubectl capi ready -n ns1 --context source").await;
+    assert_eq!(stands.code, 1, "mid-move: {}", stands.stderr);
+    assert!(
+        stands
+            .stdout
+            .contains("kubectl capi move --context source -n ns1 --to-context target --resume"),
+        "{}",
+        stands.stdout
+    );
     // Once that one is gone, the move resumes and ends as a clean one.
     w.target.clear_faults();
     crate::common::expire_lease(&w.source).await;

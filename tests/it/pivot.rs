@@ -171,6 +171,12 @@ async fn a_workload_cluster_that_cannot_be_reached_is_refused_before_any_write()
         "Secret default/w1-kubeconfig of the source does not parse as a kubeconfig",
     );
     assert!(!out.stderr.contains("SECRET-TEXT"), "{}", out.stderr);
+    // Pasted, the hint shows the Secret (its data as kubectl shows it, no more).
+    let look = out.stderr.split('`').nth(3).unwrap();
+    assert_eq!(look, "kubectl get secret w1-kubeconfig -n default");
+    let shown = pair.paste(look).await;
+    assert_eq!(shown.code, 0, "{look}: {}", shown.stderr);
+    assert!(shown.stdout.contains("w1-kubeconfig"), "{}", shown.stdout);
 
     let dead = "apiVersion: v1\nkind: Config\ncurrent-context: w1\nclusters:\n- name: w1\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n- name: w1\n  user: {}\ncontexts:\n- name: w1\n  context: {cluster: w1, user: w1}\n";
     set_value(dead).await;
@@ -327,6 +333,19 @@ async fn a_workload_cluster_still_provisioning_is_refused() {
         out.stderr
     );
     assert_eq!(plugin_writes(&pair), 0);
+    // Pasted, the hint waits until w2 has its node, then says it can move.
+    let (waited, ()) = tokio::join!(
+        pair.paste("kubectl capi ready w2 -n default --wait"),
+        async {
+            crate::common::wait_until("the pasted wait to watch the Machines", || {
+                crate::common::plugin_watched(&source.server, "machines")
+            })
+            .await;
+            source.controllers.holds.release_all();
+        }
+    );
+    assert_eq!(waited.code, 0, "{}", waited.stderr);
+    assert!(waited.stdout.contains("w2"), "{}", waited.stdout);
 }
 
 /// Stores `value` as the kubeconfig in Secret default/w1-kubeconfig of `source`.
@@ -679,6 +698,21 @@ async fn after_a_pivot_another_cluster_moves_into_it_and_the_printed_commands_wo
         Vec::<PathBuf>::new(),
         "no file holds the kubeconfig"
     );
+    // Once the source is retired, the note's command removes the copy it kept.
+    let remove = pivot
+        .stderr
+        .split("remove it once the source is retired: `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("a removal hint in {}", pivot.stderr));
+    let removed = pair.paste(remove).await;
+    assert_eq!(removed.code, 0, "{remove}: {}", removed.stderr);
+    let kept =
+        pair.env
+            .source
+            .server
+            .object("", "secrets", "default", "kubectl-capi-move-kubeconfig-w1");
+    assert!(kept.is_none(), "{remove} removed the kept copy");
 }
 
 /// Every error about a kubeconfig read from the workload cluster's Secret names the end it was

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::common::{Sandbox, run_plugin};
 
-async fn scaling_environment(dir: &std::path::Path) -> Environment {
+pub(crate) async fn scaling_environment(dir: &std::path::Path) -> Environment {
     let env = Environment::start(
         &Options::new(Dialect::V1beta2, Delays::millis(20)),
         &dir.join("kubeconfig"),

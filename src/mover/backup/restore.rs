@@ -32,7 +32,7 @@ pub async fn restore(
         .any(|(_, info)| crate::names::is_cluster_api_group(&info.group))
     {
         return Err(Error::Usage(format!(
-            "{} holds no Cluster API objects ({} file(s) read); pass a directory that `kubectl capi move --to-directory` (or clusterctl move --to-directory) wrote",
+            "{} holds no Cluster API objects ({} file(s) read); pass a directory that kubectl capi move --to-directory (or clusterctl move --to-directory) wrote",
             directory.display(),
             objects.len()
         )));
