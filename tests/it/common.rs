@@ -228,6 +228,34 @@ pub fn unfenced_writes(server: &capi_sandbox::ApiServer) -> Vec<capi_sandbox::Fe
 pub use capi_sandbox::wait_until;
 
 /// Whether `server` holds the Cluster `namespace/name`.
+/// The control plane of Cluster `namespace/name` scaling from 1 to 3, the new Machine's node
+/// held (by the source's controllers) until the test releases it.
+pub async fn scale_up_holding_a_node(
+    env: &capi_sandbox::environment::Environment,
+    namespace: &str,
+    name: &str,
+) {
+    env.source
+        .controllers
+        .holds
+        .hold(None, capi_sandbox::controllers::Step::Node);
+    capi_sandbox::api::merge_patch(
+        &env.source.server.client(),
+        "controlplane.cluster.x-k8s.io/v1beta2",
+        "KubeadmControlPlane",
+        namespace,
+        &format!("{name}-control-plane"),
+        &serde_json::json!({"spec": {"replicas": 3}}),
+    )
+    .await
+    .unwrap();
+    let holds = env.source.controllers.holds.clone();
+    wait_until("the new Machine's node to be held", || {
+        !holds.waiting().is_empty()
+    })
+    .await;
+}
+
 /// Whether the plugin has watched `resource` on `server` (a wait has begun).
 pub fn plugin_watched(server: &ApiServer, resource: &str) -> bool {
     server

@@ -8,6 +8,7 @@ mod clock_step;
 mod common;
 mod demo;
 mod docs;
+mod docs_run;
 mod fault_search;
 mod fencing;
 mod freeze;

@@ -3,7 +3,7 @@
 use crate::common::Writes;
 use std::time::Duration;
 
-use capi_sandbox::controllers::{Delays, Step};
+use capi_sandbox::controllers::Delays;
 use capi_sandbox::crds::Dialect;
 use capi_sandbox::environment::{Environment, Options};
 use capi_sandbox::workload::Workload;
@@ -23,22 +23,7 @@ pub(crate) async fn scaling_environment(dir: &std::path::Path) -> Environment {
     env.wait_provisioned(&env.source, "default", "seed", Duration::from_secs(30))
         .await
         .unwrap();
-    env.source.controllers.holds.hold(None, Step::Node);
-    capi_sandbox::api::merge_patch(
-        &env.source.server.client(),
-        "controlplane.cluster.x-k8s.io/v1beta2",
-        "KubeadmControlPlane",
-        "default",
-        "seed-control-plane",
-        &json!({"spec": {"replicas": 3}}),
-    )
-    .await
-    .unwrap();
-    let holds = env.source.controllers.holds.clone();
-    crate::common::wait_until("the new Machine's node to be held", || {
-        !holds.waiting().is_empty()
-    })
-    .await;
+    crate::common::scale_up_holding_a_node(&env, "default", "seed").await;
     env
 }
 
