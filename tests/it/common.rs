@@ -103,6 +103,15 @@ pub fn pasted_command(kubeconfig: Option<&Path>, hint: &str) -> tokio::process::
     command
 }
 
+/// A hint pasted into a shell (as [`pasted_command`]), run to its end.
+pub async fn paste(kubeconfig: Option<&Path>, hint: &str) -> Output {
+    pasted_command(kubeconfig, hint)
+        .output()
+        .await
+        .unwrap()
+        .into()
+}
+
 /// No stdin, captured output, only `kubeconfig`, and state apart from the user's.
 fn isolated(command: &mut tokio::process::Command, kubeconfig: Option<&Path>) {
     command
@@ -254,6 +263,22 @@ pub async fn scale_up_holding_a_node(
         !holds.waiting().is_empty()
     })
     .await;
+}
+
+/// Runs `command` and, once the plugin watches the source's Machines (its wait has begun),
+/// releases the nodes the source's controllers hold.
+pub async fn releasing_held_nodes<T>(
+    source: &capi_sandbox::environment::Managed,
+    command: impl std::future::Future<Output = T>,
+) -> T {
+    let (out, ()) = tokio::join!(command, async {
+        wait_until("the plugin to watch the Machines", || {
+            plugin_watched(&source.server, "machines")
+        })
+        .await;
+        source.controllers.holds.release_all();
+    });
+    out
 }
 
 /// Whether the plugin has watched `resource` on `server` (a wait has begun).

@@ -401,14 +401,7 @@ async fn story_world(dir: &Path) -> Environment {
 /// Runs `command` while the held node is released once the command watches Machines.
 async fn run_releasing(env: &Environment, command: &str, dir: &Path) -> crate::common::Output {
     let kubeconfig = dir.join("kubeconfig");
-    let (out, ()) = tokio::join!(run(command, dir, Some(&kubeconfig)), async {
-        crate::common::wait_until("the command to watch the Machines", || {
-            crate::common::plugin_watched(&env.source.server, "machines")
-        })
-        .await;
-        env.source.controllers.holds.release_all();
-    });
-    out
+    crate::common::releasing_held_nodes(&env.source, run(command, dir, Some(&kubeconfig))).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -546,17 +539,10 @@ fn the_test_command_is_what_ci_runs() {
 fn suite_build_as_cargo(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let cargo = bin.join("cargo");
-    std::fs::write(
-        &cargo,
+    executable(
+        &bin.join("cargo"),
         "#!/bin/sh\n[ \"$*\" = \"build --locked -p kubectl-capi -p capi-sandbox-tools\" ] || { echo \"unexpected: cargo $*\" >&2; exit 3; }\n",
-    )
-    .unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    );
     bin
 }
 
@@ -820,6 +806,17 @@ impl SandboxPage {
         out
     }
 
+    /// Waits, as the user does, until workload-1 is provisioned and can move (the test's own
+    /// command, not one of the page's).
+    async fn until_workload_1_can_move(&self) {
+        let ready = self
+            .shell("kubectl capi ready workload-1 --wait --kubeconfig sandbox.kubeconfig --context sandbox-source")
+            .output()
+            .await
+            .unwrap();
+        assert!(ready.status.success(), "{ready:?}");
+    }
+
     /// Starts a server command of the page and waits until its kubeconfig can be read.
     async fn start(&self, start: &str) -> tokio::process::Child {
         let kubeconfig = self.dir.path().join("sandbox.kubeconfig");
@@ -869,13 +866,7 @@ async fn the_sandbox_page_runs_as_written() {
         ))
         .spawn()
         .unwrap();
-    // (The user waits for the first Machines; so does the test.)
-    let provisioned = page
-        .shell("kubectl capi ready workload-1 --wait --kubeconfig sandbox.kubeconfig --context sandbox-source")
-        .output()
-        .await
-        .unwrap();
-    assert!(provisioned.status.success(), "{provisioned:?}");
+    page.until_workload_1_can_move().await;
     page.run("cargo run -p capi-sandbox-tools -- scale", "")
         .await;
     let machines = page
@@ -902,12 +893,7 @@ async fn the_sandbox_page_runs_as_written() {
     let mut up = page
         .start("cargo run -p capi-sandbox-tools -- up --clusters 1 --self-hosted")
         .await;
-    let ready = page
-        .shell("kubectl capi ready workload-1 --wait --kubeconfig sandbox.kubeconfig --context sandbox-source")
-        .output()
-        .await
-        .unwrap();
-    assert!(ready.status.success(), "{ready:?}");
+    page.until_workload_1_can_move().await;
     let moved = page
         .run("kubectl capi move workload-1 --to-cluster", "")
         .await;

@@ -247,12 +247,13 @@ fn literals(code: &str) -> Vec<String> {
     while at < bytes.len() {
         if let Some(length) = crate::layout::skip_literal(bytes, at) {
             let literal = &code[at..at + length];
+            // (A char literal starts with `'`, so it has no `"` to strip.)
             let body = literal
                 .trim_start_matches('r')
                 .trim_matches('#')
                 .strip_prefix('"')
                 .and_then(|l| l.strip_suffix('"'));
-            if let Some(body) = body.filter(|_| !literal.starts_with('\'')) {
+            if let Some(body) = body {
                 found.push(body.to_string());
             }
             at += length;
@@ -294,16 +295,15 @@ fn functions(file: &str) -> BTreeMap<String, String> {
         .filter(|(i, _)| {
             let line_start = text[..*i].rfind('\n').map_or(0, |n| n + 1);
             let before = &text[line_start..*i];
-            before.trim_start() == before.trim_start_matches(' ')
-                && [
-                    "",
-                    "async ",
-                    "pub ",
-                    "pub(crate) ",
-                    "pub async ",
-                    "pub(crate) async ",
-                ]
-                .contains(&before.trim_start())
+            [
+                "",
+                "async ",
+                "pub ",
+                "pub(crate) ",
+                "pub async ",
+                "pub(crate) async ",
+            ]
+            .contains(&before.trim_start())
         })
         .map(|(i, _)| {
             let name: String = text[i + 3..]
@@ -331,7 +331,7 @@ fn pastes(file: &str, name: &str) -> Result<(), String> {
     while at < seen.len() {
         let body = &functions[&seen[at]];
         // (Spelt in pieces, so that this function does not count as one that pastes.)
-        if [".paste", "pasted_command"]
+        if [".paste", "::paste", "pasted_command"]
             .iter()
             .any(|call| body.contains(&format!("{call}(")))
         {
@@ -429,11 +429,7 @@ fn command_after(messages: &[String], marker: &str) -> String {
 }
 
 async fn paste(kubeconfig: &Path, command: &str) -> crate::common::Output {
-    crate::common::pasted_command(Some(kubeconfig), command)
-        .output()
-        .await
-        .unwrap()
-        .into()
+    crate::common::paste(Some(kubeconfig), command).await
 }
 
 /// A control plane scaling up: `ready` offers to freeze its scaling and to wait; pasted, the
@@ -458,14 +454,7 @@ async fn readiness_hints_wait_and_freeze_when_pasted() {
     );
     let wait = command_after(&messages, "wait for it with");
     assert_eq!(wait, "kubectl capi ready seed -n default --wait");
-    let source = &env.source;
-    let (waited, ()) = tokio::join!(paste(&kubeconfig, &wait), async {
-        crate::common::wait_until("the pasted wait to watch the Machines", || {
-            crate::common::plugin_watched(&source.server, "machines")
-        })
-        .await;
-        source.controllers.holds.release_all();
-    });
+    let waited = crate::common::releasing_held_nodes(&env.source, paste(&kubeconfig, &wait)).await;
     assert_eq!(waited.code, 0, "{wait}: {}", waited.stderr);
 }
 

@@ -102,26 +102,19 @@ fn two_clusters() -> Fixture {
 }
 
 /// Status travels with the objects (no controllers rebuild it here), so they can move back.
-const FORWARD: [&str; 8] = [
-    "move",
-    "--context",
-    "source",
-    "--to-context",
-    "target",
-    "-n",
-    "ns1",
-    "--restore-status",
-];
-const BACK: [&str; 8] = [
-    "move",
-    "--context",
-    "target",
-    "--to-context",
-    "source",
-    "-n",
-    "ns1",
-    "--restore-status",
-];
+fn forward<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    [&MOVE_NS1[..], &["--restore-status"], extra].concat()
+}
+
+/// The move back, with its status too.
+fn back<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    [
+        &crate::move_world::MOVE_BACK[..],
+        &["--restore-status"],
+        extra,
+    ]
+    .concat()
+}
 
 fn record_in(server: &capi_sandbox::ApiServer, cluster: &str) -> Option<serde_json::Value> {
     server.object(
@@ -135,7 +128,7 @@ fn record_in(server: &capi_sandbox::ApiServer, cluster: &str) -> Option<serde_js
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_finished_move_a_rerun_moves_what_is_new_and_refuses_what_is_not_there() {
     let w = World::start(&two_clusters()).await;
-    let out = w.plugin(&FORWARD).await;
+    let out = w.plugin(&forward(&[])).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.starts_with("moved 2 Cluster(s)"),
@@ -145,7 +138,7 @@ async fn after_a_finished_move_a_rerun_moves_what_is_new_and_refuses_what_is_not
 
     // Nothing left: said so, nothing written.
     let before = (w.source.writes().len(), w.target.writes().len());
-    let out = w.plugin(&FORWARD).await;
+    let out = w.plugin(&forward(&[])).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains("finished at") && out.stderr.contains("nothing left to move"),
@@ -159,7 +152,7 @@ async fn after_a_finished_move_a_rerun_moves_what_is_new_and_refuses_what_is_not
         ("", "invalid Cluster name \"\""),
         ("nosuch", "clusters.cluster.x-k8s.io \"nosuch\" not found"),
     ] {
-        let out = w.plugin(&[&FORWARD[..], &[name]].concat()).await;
+        let out = w.plugin(&forward(&[name])).await;
         assert_eq!(out.code, 2, "{name:?}: {}", out.stderr);
         assert!(out.stderr.contains(says), "{name:?}: {}", out.stderr);
         assert!(!out.stderr.contains("nothing left"), "{}", out.stderr);
@@ -170,7 +163,7 @@ async fn after_a_finished_move_a_rerun_moves_what_is_new_and_refuses_what_is_not
         .load(serde_json::json!({"apiVersion": crate::move_world::INFRA,
             "kind": "DockerClusterIdentity", "metadata": {"name": "identity2"}}))
         .unwrap();
-    let out = w.plugin(&FORWARD).await;
+    let out = w.plugin(&forward(&[])).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("nothing left"), "{}", out.stderr);
     assert!(
@@ -189,9 +182,7 @@ async fn after_a_finished_move_a_rerun_moves_what_is_new_and_refuses_what_is_not
     // foo moved back; the same command moves it again. Its verification record is the tool's
     // own: never planned, written afresh in each target, gone from each source.
     let (groups, _) = {
-        let out = w
-            .plugin(&[&BACK[..], &["foo", "--dry-run", "-o", "json"]].concat())
-            .await;
+        let out = w.plugin(&back(&["foo", "--dry-run", "-o", "json"])).await;
         assert_eq!(out.code, 0, "{}", out.stderr);
         let plan: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
         (plan["groups"].clone(), ())
@@ -200,12 +191,12 @@ async fn after_a_finished_move_a_rerun_moves_what_is_new_and_refuses_what_is_not
         !groups.to_string().contains("kubectl-capi-moved-"),
         "records are not planned: {groups}"
     );
-    let out = w.plugin(&[&BACK[..], &["foo"]].concat()).await;
+    let out = w.plugin(&back(&["foo"])).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(record_in(&w.source, "foo").is_some(), "a fresh record");
     assert!(record_in(&w.target, "foo").is_none(), "the old one removed");
     assert!(record_in(&w.target, "bar").is_some());
-    let out = w.plugin(&FORWARD).await;
+    let out = w.plugin(&forward(&[])).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.starts_with("moved 1 Cluster(s)"),
@@ -284,15 +275,15 @@ async fn a_shared_object_this_pair_copied_is_reused_both_ways_and_never_overwrit
     let original = secret(&w.source).unwrap();
 
     // foo: the labelled Secret is copied and kept in the source.
-    let out = w.plugin(&[&FORWARD[..], &["foo"]].concat()).await;
+    let out = w.plugin(&forward(&["foo"])).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let copy = secret(&w.target).expect("copied");
     // bar: the copy foo's move made is reused, not refused.
-    let out = w.plugin(&[&FORWARD[..], &["bar"]].concat()).await;
+    let out = w.plugin(&forward(&["bar"])).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(secret(&w.target), Some(copy.clone()), "never overwritten");
     // foo back: the original in the source is the other end of that copy.
-    let out = w.plugin(&[&BACK[..], &["foo"]].concat()).await;
+    let out = w.plugin(&back(&["foo"])).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(secret(&w.source), Some(original), "never overwritten");
     assert_eq!(
@@ -302,7 +293,7 @@ async fn a_shared_object_this_pair_copied_is_reused_both_ways_and_never_overwrit
     );
 
     // An object of that name the records do not pair with it is still refused.
-    let out = w.plugin(&[&BACK[..], &["bar"]].concat()).await;
+    let out = w.plugin(&back(&["bar"])).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     capi_sandbox::api::delete(&w.source.client(), "v1", "Secret", "ns1", "cloud-config")
         .await
@@ -312,7 +303,7 @@ async fn a_shared_object_this_pair_copied_is_reused_both_ways_and_never_overwrit
             "metadata": {"name": "cloud-config", "namespace": "ns1",
                 "labels": {crate::move_world::MOVE_LABEL: ""}}}))
         .unwrap();
-    let out = w.plugin(&[&FORWARD[..], &["foo"]].concat()).await;
+    let out = w.plugin(&forward(&["foo"])).await;
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr.contains(

@@ -57,11 +57,7 @@ impl Pair {
 
     /// A hint the plugin printed, pasted into a shell against this pair.
     pub(crate) async fn paste(&self, hint: &str) -> Output {
-        let output = crate::common::pasted_command(Some(&self.kubeconfig), hint)
-            .output()
-            .await
-            .unwrap();
-        output.into()
+        crate::common::paste(Some(&self.kubeconfig), hint).await
     }
 
     pub(crate) async fn move_(&self, extra: &[&str]) -> Output {

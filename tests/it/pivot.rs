@@ -334,16 +334,11 @@ async fn a_workload_cluster_still_provisioning_is_refused() {
     );
     assert_eq!(plugin_writes(&pair), 0);
     // Pasted, the hint waits until w2 has its node, then says it can move.
-    let (waited, ()) = tokio::join!(
+    let waited = crate::common::releasing_held_nodes(
+        source,
         pair.paste("kubectl capi ready w2 -n default --wait"),
-        async {
-            crate::common::wait_until("the pasted wait to watch the Machines", || {
-                crate::common::plugin_watched(&source.server, "machines")
-            })
-            .await;
-            source.controllers.holds.release_all();
-        }
-    );
+    )
+    .await;
     assert_eq!(waited.code, 0, "{}", waited.stderr);
     assert!(waited.stdout.contains("w2"), "{}", waited.stdout);
 }
