@@ -55,6 +55,16 @@ impl std::fmt::Debug for InlineKubeconfig {
     }
 }
 
+/// The `--kubeconfig <(…)` that reads the kubeconfig in Secret `secret_name` of the source again
+/// (`flags`: the source's connection), for commands pasted later.
+pub fn reach_through_secret(secret_name: &str, namespace: &str, flags: &str) -> String {
+    format!(
+        " --kubeconfig <(kubectl get secret {} -n {}{flags} -o jsonpath='{{.data.value}}' | base64 -d)",
+        shell_word(secret_name),
+        shell_word(namespace)
+    )
+}
+
 impl Connection {
     /// The connection flags the user gave, as kubectl takes them and quoted for a shell
     /// (` --kubeconfig k --context c`): hints repeat them so they work when pasted.

@@ -13,9 +13,9 @@ use crate::freeze::plan::Action;
 use crate::model::ObjectRef;
 use crate::mover::Around;
 use crate::mover::ends::both::Ends;
+use crate::mover::report::Summary;
 use crate::mover::report::print_summary;
 use crate::mover::request::MoveRequest;
-use crate::mover::write::execute::Summary;
 use crate::output::{ExitStatus, Printer};
 use crate::settings::{Connection, OutputFormat, Settings};
 use crate::verify::{MovedCluster, VerificationReport, Verified};
@@ -26,8 +26,8 @@ use crate::verify::{MovedCluster, VerificationReport, Verified};
 /// A command that will write holds the lease of the cluster it writes to first from before its
 /// first write to its end (see [`crate::kube::lease`]).
 pub async fn run(args: &MoveArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
-    let mut request = MoveRequest::resolve(args, settings)?;
-    let ends = Ends::open(&mut request).await?;
+    let request = MoveRequest::resolve(args, settings)?;
+    let (ends, request) = Ends::open(request).await?;
     let leases = ends
         .take_leases(&request, &|line: &str| printer.warn(line))
         .await?;

@@ -2,8 +2,8 @@
 //! first write. The graph and the plan are pure (`graph/`); the checks (`checks/`), the writes
 //! (`write/`), the journal (`journal/`), the two ends (`ends/`) and `--to-directory`/
 //! `--from-directory` (`backup/`) are the shell around them; the files here tell the command's
-//! story (`story`), the move's steps (`move_once`, `steps`, `planning`, `recovery`) and what it
-//! reports.
+//! story (`story`), one move and its steps in order (`move_once`, `steps/`), what earlier runs
+//! recorded (`recovery`) and what it reports (`report`, from what was asked: `request`).
 
 pub mod addressing;
 pub mod backup;
@@ -12,7 +12,6 @@ pub mod ends;
 pub mod graph;
 pub mod journal;
 pub mod move_once;
-pub mod planning;
 pub mod progress;
 pub mod recovery;
 pub mod report;
@@ -21,6 +20,4 @@ pub mod steps;
 pub mod story;
 pub mod write;
 
-pub use move_once::{check_before_freezing, move_once};
-pub use steps::Finished;
 pub(crate) use story::{Around, run};

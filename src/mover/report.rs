@@ -10,10 +10,62 @@ use crate::model::ObjectRef;
 use crate::mover::graph::plan::{Excluded, MovePlan, TreeNode};
 use crate::mover::journal::{Journal, Stage};
 use crate::mover::request::{MoveRequest, scope_flags};
-use crate::mover::write::delete::Skipped;
-use crate::mover::write::execute::Summary;
 use crate::output::table::table;
 use crate::output::{Printer, Render};
+
+/// What a finished move reports: the Clusters, what it created, deleted and left, and where
+/// its time went.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub clusters: Vec<ObjectRef>,
+    /// Objects created in the target, per `Kind.group`.
+    pub created: BTreeMap<String, usize>,
+    pub deleted: usize,
+    /// Objects the move meant to delete but found replaced by another of the same name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+    pub kept_in_source: usize,
+    pub excluded: Vec<Excluded>,
+    /// Objects frozen by `kubectl capi pause` that stay frozen in the target.
+    pub frozen_in_target: Vec<ObjectRef>,
+    pub seconds: f64,
+    /// Where the time went.
+    pub phases: Phases,
+    /// Verification records that could not be left in the target (warnings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_recorded: Vec<String>,
+    /// The moved Clusters as the source had them, for `--verify`.
+    #[serde(skip)]
+    pub moved: Vec<crate::verify::MovedCluster>,
+    /// What `--verify` found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::verify::VerificationReport>,
+}
+
+/// Seconds spent in each step of a move.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Phases {
+    /// From the start of the command to the first write: connecting, reading, planning and the
+    /// preflight's checks (access reviews, dry runs).
+    pub preflight: f64,
+    /// Pausing the source, waiting for block-move, reading the paused objects.
+    pub pause: f64,
+    pub create: f64,
+    pub delete: f64,
+    pub unpause: f64,
+}
+
+/// An object a move left alone, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    pub object: ObjectRef,
+    pub reason: String,
+}
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -198,11 +250,6 @@ pub fn finished_note(finished: Option<&Journal>) -> String {
             )
         })
         .unwrap_or_default()
-}
-
-/// The preflight's refusals, each rendered once, in the order the checks found them.
-pub fn rendered(refusals: &[crate::mover::checks::findings::Refusal]) -> Vec<String> {
-    refusals.iter().map(ToString::to_string).collect()
 }
 
 /// Objects a move or rollback left alone because another object had taken their name.

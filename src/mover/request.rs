@@ -72,7 +72,7 @@ impl MoveRequest {
     /// The flags and local paths, before anything is read or written in a cluster.
     fn check_local(&self) -> Result<()> {
         if let Some(directory) = &self.to_directory {
-            crate::mover::backup::directory::check_backup_directory(directory)?;
+            check_backup_directory(directory)?;
         }
         let to_a_cluster = self.target.is_some() || self.to_cluster.is_some();
         if to_a_cluster && self.dry_run == DryRun::None {
@@ -84,6 +84,15 @@ impl MoveRequest {
             ));
         }
         Ok(())
+    }
+
+    /// This request with its target reached through `target` (a `--to-cluster` found in the
+    /// source).
+    pub fn reaching(self, target: Connection) -> MoveRequest {
+        MoveRequest {
+            target: Some(target),
+            ..self
+        }
     }
 
     /// Whether this command writes to a cluster the other end then reads: a move between two.
@@ -204,7 +213,7 @@ impl MoveRequest {
         };
         let mut after = self.clone();
         let mut inline = inline.clone();
-        inline.reach = crate::mover::ends::workload::reach(
+        inline.reach = crate::settings::reach_through_secret(
             &kept.name(),
             &kept.namespace,
             &self.source.as_flags(),
@@ -307,6 +316,32 @@ impl MoveRequest {
         }
         command.push_str(" --wait");
         command
+    }
+}
+
+/// Checks `--to-directory` before anything is read or written: it must be absent (it is created
+/// later) or an empty directory, so a backup never mixes with other files nor overwrites one.
+fn check_backup_directory(directory: &std::path::Path) -> Result<()> {
+    let shown = directory.display();
+    match std::fs::metadata(directory) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::Usage(format!(
+            "cannot use --to-directory {shown}: {e}; pass a new or empty directory"
+        ))),
+        Ok(meta) if !meta.is_dir() => Err(Error::Usage(format!(
+            "--to-directory {shown} is a file, not a directory; pass a new or empty directory"
+        ))),
+        Ok(_) => {
+            let entries = std::fs::read_dir(directory)
+                .map_err(|e| Error::Usage(format!("cannot read --to-directory {shown}: {e}")))?
+                .count();
+            if entries > 0 {
+                return Err(Error::Usage(format!(
+                    "--to-directory {shown} is not empty ({entries} entries); pass a new or empty directory, so the backup holds exactly this move's objects"
+                )));
+            }
+            Ok(())
+        }
     }
 }
 

@@ -10,9 +10,11 @@ use crate::error::{Error, Result};
 use crate::kube::{OnCtrlC, Stop};
 use crate::model::ObjectRef;
 use crate::mover::ends::both::Ends;
+use crate::mover::move_once::{Finished, Move};
 use crate::mover::progress::Progress;
+use crate::mover::report::Summary;
 use crate::mover::request::MoveRequest;
-use crate::mover::write::execute::Summary;
+use crate::mover::steps::context::Step;
 use crate::output::{ExitStatus, Printer};
 use crate::verify::{MovedCluster, VerificationReport, Verified};
 
@@ -36,7 +38,7 @@ pub(crate) trait Around {
     fn show_verification(&self, report: &VerificationReport) -> Result<()>;
 }
 
-/// `kubectl capi move`, whole: freeze and wait → move (see [`crate::mover::move_once::move_once`]) → release →
+/// `kubectl capi move`, whole: freeze and wait → move (see [`Move`]) → release →
 /// verify. A table is shown as soon as the move ends; a document once, whole, at the end.
 pub(crate) async fn run(
     request: &MoveRequest,
@@ -45,12 +47,16 @@ pub(crate) async fn run(
     stop: &Stop,
     around: &impl Around,
 ) -> Result<ExitStatus> {
+    let this = match Move::new(request, ends, (printer, progress), stop.clone()).await? {
+        Step::Go(this) => this,
+        Step::Stop(status) => return Ok(status),
+    };
     // What this command's freeze froze (not what was frozen before it).
-    let froze = match before_moving(request, ends, (printer, progress), stop, around).await? {
+    let froze = match before_moving(request, &this, printer, stop, around).await? {
         Ok(froze) => froze,
         Err(status) => return Ok(status),
     };
-    let moved = crate::mover::move_once::move_once(request, ends, (printer, progress), stop).await;
+    let moved = this.run().await;
     let mut summary = match after_refusal(request, printer, around, moved, froze).await? {
         Ok(summary) => summary,
         Err(status) => return Ok(status),
@@ -81,8 +87,8 @@ pub(crate) async fn run(
 /// else what this freeze froze (newly).
 async fn before_moving(
     request: &MoveRequest,
-    ends: &Ends,
-    (printer, progress): (&Printer, &dyn Progress),
+    this: &Move<'_>,
+    printer: &Printer,
     stop: &Stop,
     around: &impl Around,
 ) -> Result<std::result::Result<BTreeSet<ObjectRef>, ExitStatus>> {
@@ -91,10 +97,7 @@ async fn before_moving(
         return Ok(Ok(froze));
     }
     let step = printer.step();
-    if let Some(status) =
-        crate::mover::move_once::check_before_freezing(request, ends, (&step, progress), stop)
-            .await?
-    {
+    if let Some(status) = this.check_before_freezing(&step).await? {
         return Ok(Err(status));
     }
     if request.freeze {
@@ -127,12 +130,12 @@ async fn after_refusal(
     request: &MoveRequest,
     printer: &Printer,
     around: &impl Around,
-    moved: Result<crate::mover::steps::Finished>,
+    moved: Result<Finished>,
     froze: BTreeSet<ObjectRef>,
 ) -> Result<std::result::Result<Box<Summary>, ExitStatus>> {
     let refused = matches!(
         moved,
-        Ok(crate::mover::steps::Finished::Ended(ExitStatus::Failure)) | Err(Error::Refused(_))
+        Ok(Finished::Ended(ExitStatus::Failure)) | Err(Error::Refused(_))
     );
     if refused && !froze.is_empty() {
         let count = froze.len();
@@ -144,8 +147,8 @@ async fn after_refusal(
         return moved.map(|_| Err(ExitStatus::Failure));
     }
     match moved {
-        Ok(crate::mover::steps::Finished::Moved(summary)) => Ok(Ok(summary)),
-        Ok(crate::mover::steps::Finished::Ended(other)) => {
+        Ok(Finished::Moved(summary)) => Ok(Ok(summary)),
+        Ok(Finished::Ended(other)) => {
             if request.freeze {
                 printer.note(&format!(
                     "note: nothing was moved{}",

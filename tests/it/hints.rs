@@ -68,12 +68,12 @@ const HINTS: &[(&str, &str, Pasted)] = &[
         ),
     ),
     (
-        "mover/planning.rs",
+        "mover/steps/planning.rs",
         "kubectl get {clusters}{}{} --show-labels",
         By("ready.rs", "selection_errors_and_label_selector"),
     ),
     (
-        "mover/planning.rs",
+        "mover/steps/planning.rs",
         "kubectl capi verify {} -n {}{}",
         By(
             "move_checks.rs",
@@ -142,7 +142,7 @@ const HINTS: &[(&str, &str, Pasted)] = &[
         ),
     ),
     (
-        "mover/checks/before_writes.rs",
+        "mover/steps/checking.rs",
         "kubectl capi ready {} -n {} --wait{}",
         By(
             "move_checks.rs",

@@ -353,7 +353,60 @@ fn module_cycles(
         Vec::<Vec<String>>::new(),
         "between top-level modules of {which}"
     );
+    let knots = room_cycles(&files);
+    assert!(
+        knots.is_empty(),
+        "rooms of one folder that import each other in {which}:\n{}",
+        knots.join("\n")
+    );
     files
+}
+
+/// Every folder's rooms (its files and subfolders, each taken whole) that import each other in
+/// a loop, with the imports between files that tie each pair.
+fn room_cycles(files: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let folders: BTreeSet<&str> = files
+        .keys()
+        .chain(files.values().flatten())
+        .filter_map(|m| m.rsplit_once("::").map(|(parent, _)| parent))
+        .collect();
+    let mut knots = Vec::new();
+    for folder in folders {
+        let prefix = format!("{folder}::");
+        let room = |m: &str| {
+            m.strip_prefix(&prefix)
+                .map(|rest| format!("{prefix}{}", rest.split("::").next().unwrap()))
+        };
+        let mut rooms: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut behind: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        for (from, targets) in files {
+            let Some(from_room) = room(from) else {
+                continue;
+            };
+            for to in targets {
+                let Some(to_room) = room(to) else { continue };
+                if from_room != to_room {
+                    rooms
+                        .entry(from_room.clone())
+                        .or_default()
+                        .insert(to_room.clone());
+                    behind
+                        .entry((from_room.clone(), to_room))
+                        .or_default()
+                        .push(format!("{from} -> {to}"));
+                }
+            }
+        }
+        for cycle in cycles(&rooms) {
+            let ties: Vec<String> = behind
+                .iter()
+                .filter(|((a, b), _)| cycle.contains(a) && cycle.contains(b))
+                .flat_map(|(_, imports)| imports.iter().map(|i| format!("    {i}")))
+                .collect();
+            knots.push(format!("{}:\n{}", cycle.join(", "), ties.join("\n")));
+        }
+    }
+    knots
 }
 
 /// What a rule below may not hold for, and why: the one list of exceptions (file, rule, reason).

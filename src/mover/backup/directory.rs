@@ -40,32 +40,6 @@ fn io_error(context: String) -> impl Fn(std::io::Error) -> Error {
     move |e| Error::Usage(format!("{context}: {e}"))
 }
 
-/// Checks `--to-directory` before anything is read or written: it must be absent (it is created
-/// later) or an empty directory, so a backup never mixes with other files nor overwrites one.
-pub fn check_backup_directory(directory: &Path) -> Result<()> {
-    let shown = directory.display();
-    match std::fs::metadata(directory) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::Usage(format!(
-            "cannot use --to-directory {shown}: {e}; pass a new or empty directory"
-        ))),
-        Ok(meta) if !meta.is_dir() => Err(Error::Usage(format!(
-            "--to-directory {shown} is a file, not a directory; pass a new or empty directory"
-        ))),
-        Ok(_) => {
-            let entries = std::fs::read_dir(directory)
-                .map_err(io_error(format!("cannot read --to-directory {shown}")))?
-                .count();
-            if entries > 0 {
-                return Err(Error::Usage(format!(
-                    "--to-directory {shown} is not empty ({entries} entries); pass a new or empty directory, so the backup holds exactly this move's objects"
-                )));
-            }
-            Ok(())
-        }
-    }
-}
-
 /// Creates `--to-directory` (0700, as its files may hold credentials) if it is absent; an
 /// existing directory keeps its mode.
 pub fn create_backup_directory(directory: &Path) -> Result<()> {

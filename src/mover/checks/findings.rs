@@ -180,3 +180,8 @@ impl Default for ThisMove<'_> {
         }
     }
 }
+
+/// The preflight's refusals, each rendered once, in the order the checks found them.
+pub fn rendered(refusals: &[Refusal]) -> Vec<String> {
+    refusals.iter().map(ToString::to_string).collect()
+}

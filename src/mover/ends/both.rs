@@ -20,24 +20,24 @@ pub struct Ends {
 impl Ends {
     /// Connects what `request` names: both ends first (a wrong `--to-context` is named before
     /// anything is read), then their identities, then what each serves. A `--to-cluster` target
-    /// is found in the source first, and becomes the request's target.
-    pub async fn open(request: &mut MoveRequest) -> Result<Ends> {
+    /// is found in the source first; the request that reaches it is returned with the ends.
+    pub async fn open(request: MoveRequest) -> Result<(Ends, MoveRequest)> {
         let source = connect(&request.source).await?;
-        let mut source_catalog = None;
-        if let (Some(name), true) = (request.to_cluster.clone(), request.moves_between_clusters()) {
-            let catalog = Catalog::discover(&source).await?;
-            let from = (&request.source, &request.scope);
-            request.target = Some(
-                crate::mover::ends::workload::target_of(
+        let (request, source_catalog) = match &request.to_cluster {
+            Some(name) if request.moves_between_clusters() => {
+                let catalog = Catalog::discover(&source).await?;
+                let from = (&request.source, &request.scope);
+                let target = crate::mover::ends::workload::target_of(
                     (&source, &catalog),
                     from,
-                    &name,
+                    name,
                     &request.clusters,
                 )
-                .await?,
-            );
-            source_catalog = Some(catalog);
-        }
+                .await?;
+                (request.reaching(target), Some(catalog))
+            }
+            _ => (request, None),
+        };
         let target = match &request.target {
             Some(connection) if request.moves_between_clusters() => {
                 Some(connect(connection).await?)
@@ -69,11 +69,12 @@ impl Ends {
             }
             _ => None,
         };
-        Ok(Ends {
+        let ends = Ends {
             source,
             target,
             identities,
-        })
+        };
+        Ok((ends, request))
     }
 
     /// The leases of every cluster this command writes to — the source (for a restore, the

@@ -173,18 +173,8 @@ fn connection_for(
         kubeconfig,
         raw: value,
         origin,
-        reach: reach(secret_name, namespace, &flags),
+        reach: crate::settings::reach_through_secret(secret_name, namespace, &flags),
         allowed_proxy: source_cluster.proxy_url.clone(),
     });
     Ok(connection)
-}
-
-/// The `--kubeconfig <(…)` that reads the kubeconfig in Secret `secret_name` of the source again
-/// (`flags`: the source's connection), for commands pasted later.
-pub fn reach(secret_name: &str, namespace: &str, flags: &str) -> String {
-    format!(
-        " --kubeconfig <(kubectl get secret {} -n {}{flags} -o jsonpath='{{.data.value}}' | base64 -d)",
-        shell_word(secret_name),
-        shell_word(namespace)
-    )
 }

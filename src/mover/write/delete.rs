@@ -6,12 +6,12 @@ use std::collections::VecDeque;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use kube::core::ApiResource;
-use serde::Serialize;
 use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::model::ObjectRef;
+use crate::mover::report::Skipped;
 use crate::names::DELETE_FOR_MOVE_ANNOTATION;
 
 use crate::kube::Stop;
@@ -33,23 +33,13 @@ pub enum Deletion {
     },
 }
 
-/// An object a move left alone, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Skipped {
-    pub object: ObjectRef,
-    pub reason: String,
-}
-
-impl Skipped {
-    /// The object that replaced the one `uid` named.
-    fn replaced(object: &ObjectRef, uid: &str, found_uid: &str, which: &str) -> Skipped {
-        Skipped {
-            object: object.clone(),
-            reason: format!(
-                "not deleted: the {which} holds another object of that name (UID {found_uid}, not {uid}); left as is"
-            ),
-        }
+/// The object that replaced the one `uid` named, left alone.
+fn replaced(object: &ObjectRef, uid: &str, found_uid: &str, which: &str) -> Skipped {
+    Skipped {
+        object: object.clone(),
+        reason: format!(
+            "not deleted: the {which} holds another object of that name (UID {found_uid}, not {uid}); left as is"
+        ),
     }
 }
 
@@ -211,7 +201,7 @@ pub(in crate::mover) async fn delete_entries(
                 match answer {
                     Ok::<(Entry, String, Deletion), _>((entry, meant, outcome)) => {
                         if let Deletion::Replaced { found_uid } = outcome {
-                            deleted.skipped.push(Skipped::replaced(
+                            deleted.skipped.push(replaced(
                                 &entry.object,
                                 &meant,
                                 &found_uid,

@@ -1,10 +1,8 @@
 //! The move, as clusterctl's `move()` reads: a short list of named steps over a checked plan —
 //! pause, wait for block-move, create, delete, unpause — each journalled.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-
-use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::kube::Cluster;
@@ -14,60 +12,16 @@ use crate::snapshot::{Content, Keep, ListScope, Status};
 use crate::kube::Connected;
 use crate::kube::Stop;
 use crate::mover::graph::discover::MoveType;
-use crate::mover::graph::plan::{Excluded, MovePlan};
+use crate::mover::graph::plan::MovePlan;
 use crate::mover::journal::{JournalFile, Stage};
 use crate::mover::progress::Progress;
+use crate::mover::report::{Phases, Summary};
 use crate::mover::write::create::{Created, Creating, Fresh, create_groups};
-use crate::mover::write::delete::Skipped;
 use crate::mover::write::delete::delete_entries;
 use crate::mover::write::namespaces::{MadeNamespace, remove_namespaces};
 use crate::mover::write::pause::{
     PausedWhere, patch_paused, paused_entries, read_when_unblocked, set_paused,
 };
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Summary {
-    pub api_version: &'static str,
-    pub kind: &'static str,
-    pub clusters: Vec<ObjectRef>,
-    /// Objects created in the target, per `Kind.group`.
-    pub created: BTreeMap<String, usize>,
-    pub deleted: usize,
-    /// Objects the move meant to delete but found replaced by another of the same name.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub skipped: Vec<Skipped>,
-    pub kept_in_source: usize,
-    pub excluded: Vec<Excluded>,
-    /// Objects frozen by `kubectl capi pause` that stay frozen in the target.
-    pub frozen_in_target: Vec<ObjectRef>,
-    pub seconds: f64,
-    /// Where the time went.
-    pub phases: Phases,
-    /// Verification records that could not be left in the target (warnings).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub not_recorded: Vec<String>,
-    /// The moved Clusters as the source had them, for `--verify`.
-    #[serde(skip)]
-    pub moved: Vec<crate::verify::MovedCluster>,
-    /// What `--verify` found.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verification: Option<crate::verify::VerificationReport>,
-}
-
-/// Seconds spent in each step of a move.
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Phases {
-    /// From the start of the command to the first write: connecting, reading, planning and the
-    /// preflight's checks (access reviews, dry runs).
-    pub preflight: f64,
-    /// Pausing the source, waiting for block-move, reading the paused objects.
-    pub pause: f64,
-    pub create: f64,
-    pub delete: f64,
-    pub unpause: f64,
-}
 
 /// The source management cluster, and what move reads there.
 pub struct Source<'a> {

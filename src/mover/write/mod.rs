@@ -1,5 +1,5 @@
-//! A move's writes, each journalled: run under its journal (`under_journal`), in the order
-//! clusterctl's `move()` gives them (`execute`): pause, create, delete, unpause; the namespaces
+//! A move's writes, each journalled, in the order clusterctl's `move()` gives them
+//! (`execute`): pause, create, delete, unpause; the namespaces
 //! it makes, the mark on its copies and the verification records it leaves in the target.
 
 pub mod create;
@@ -9,4 +9,3 @@ pub mod mark;
 pub mod namespaces;
 pub mod pause;
 pub mod record;
-pub mod under_journal;
