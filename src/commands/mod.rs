@@ -1,7 +1,8 @@
-//! One module per subcommand; each returns how it ended. `holding` runs a command's work under
-//! its leases.
+//! One module per subcommand; each returns how it ended. `dispatch` parses argv and runs the
+//! one asked for; `holding` runs a command's work under its leases.
 
 pub mod complete;
+pub mod dispatch;
 pub mod freeze;
 pub mod holding;
 pub mod mover;

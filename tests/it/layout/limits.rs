@@ -1,0 +1,214 @@
+//! Files and functions stay readable: their lines are counted without tests and comments, and
+//! what stays over a limit is named in the exceptions with its lines, until it is split.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::exceptions::{EXCEPTIONS, Rule};
+use super::reading::{
+    SANDBOX_SRC, SRC, TOOLS_SRC, code, in_repository, modules_under, skip_literal,
+};
+
+/// The functions of `code` (already without tests and comments) with their length in lines,
+/// from the line of `fn` to the line of the brace that closes the body.
+fn function_lengths(code: &str) -> Vec<(String, usize, usize)> {
+    let bytes = code.as_bytes();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(offset) = code[at..].find("fn ") {
+        let start = at + offset;
+        at = start + 3;
+        let boundary =
+            start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
+        let name: String = code[at..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if !boundary || name.is_empty() {
+            continue;
+        }
+        // The body: the first `{` at the signature's own depth, unless a `;` ends it first.
+        let mut i = at;
+        let mut parens = 0i32;
+        let mut open = None;
+        while i < bytes.len() {
+            if let Some(length) = skip_literal(bytes, i) {
+                i += length;
+                continue;
+            }
+            match bytes[i] {
+                b'(' | b'[' | b'<' => parens += 1,
+                b')' | b']' => parens -= 1,
+                b'>' if bytes[i - 1] != b'-' && bytes[i - 1] != b'=' => parens -= 1,
+                b';' if parens <= 0 => break,
+                b'{' if parens <= 0 => {
+                    open = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        let Some(open) = open else { continue };
+        let mut depth = 0usize;
+        let mut close = open;
+        while close < bytes.len() {
+            if let Some(length) = skip_literal(bytes, close) {
+                close += length;
+                continue;
+            }
+            match bytes[close] {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            close += 1;
+        }
+        let line = code[..start].lines().count() + 1;
+        let lines = code[start..(close + 1).min(code.len())].lines().count();
+        found.push((name, line, lines));
+    }
+    found
+}
+
+const MOST_LINES_PER_FILE: usize = 500;
+const MOST_LINES_PER_FUNCTION: usize = 80;
+
+/// Every function (`FILE::NAME`) and file of the three crates over its limit, with its lines.
+fn over_the_limits() -> BTreeMap<String, usize> {
+    let mut over = BTreeMap::new();
+    for root in [SRC, SANDBOX_SRC, TOOLS_SRC] {
+        for path in modules_under(root).into_values() {
+            let code = code(&path);
+            let file = in_repository(&path);
+            let lines = code.lines().count();
+            if lines > MOST_LINES_PER_FILE {
+                over.insert(file.clone(), lines);
+            }
+            for (name, _, lines) in function_lengths(&code) {
+                if lines > MOST_LINES_PER_FUNCTION {
+                    let longest = over.entry(format!("{file}::{name}")).or_insert(0);
+                    *longest = (*longest).max(lines);
+                }
+            }
+        }
+    }
+    over
+}
+
+/// What is wrong with `over` (measured) against `allowed` (the exceptions, with their lines): an
+/// item over a limit without an exception, one grown past its exception, or an exception no
+/// longer needed — the list only shrinks.
+fn against_the_exceptions(
+    over: &BTreeMap<String, usize>,
+    allowed: &BTreeMap<&str, usize>,
+) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (item, lines) in over {
+        match allowed.get(item.as_str()) {
+            None => wrong.push(format!("{item}: {lines} lines; split it")),
+            Some(most) if lines > most => wrong.push(format!(
+                "{item}: {lines} lines, more than the {most} its exception allows; split it"
+            )),
+            Some(_) => {}
+        }
+    }
+    for (item, most) in allowed {
+        if !over.contains_key(*item) {
+            wrong.push(format!(
+                "{item}: within the limits now (its exception allowed {most}); strike it from EXCEPTIONS"
+            ));
+        } else if over[*item] < *most {
+            wrong.push(format!(
+                "{item}: {} lines now; lower its exception from {most}",
+                over[*item]
+            ));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn files_and_functions_stay_readable() {
+    let allowed: BTreeMap<&str, usize> = EXCEPTIONS
+        .iter()
+        .filter_map(|(item, rule, _)| match rule {
+            Rule::Lines(most) => Some((*item, *most)),
+            _ => None,
+        })
+        .collect();
+    let wrong = against_the_exceptions(&over_the_limits(), &allowed);
+    assert!(
+        wrong.is_empty(),
+        "no file over {MOST_LINES_PER_FILE} lines without its tests, no function over {MOST_LINES_PER_FUNCTION}, but those in EXCEPTIONS:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn an_exception_to_the_limits_only_shrinks() {
+    let over = BTreeMap::from([("a.rs::f".to_string(), 90), ("b.rs".to_string(), 600)]);
+    let allowed = BTreeMap::from([("a.rs::f", 90), ("b.rs", 600)]);
+    assert!(against_the_exceptions(&over, &allowed).is_empty());
+    let unlisted = BTreeMap::from([("a.rs::f", 90)]);
+    assert!(against_the_exceptions(&over, &unlisted)[0].starts_with("b.rs: 600 lines; split it"));
+    let grown = BTreeMap::from([("a.rs::f", 85), ("b.rs", 600)]);
+    assert!(against_the_exceptions(&over, &grown)[0].contains("more than the 85"));
+    let split = BTreeMap::from([("a.rs::f", 90), ("b.rs", 600), ("c.rs::g", 81)]);
+    assert!(against_the_exceptions(&over, &split)[0].contains("strike it"));
+    let shrunk = BTreeMap::from([("a.rs::f", 95), ("b.rs", 600)]);
+    assert!(against_the_exceptions(&over, &shrunk)[0].contains("lower its exception"));
+}
+
+#[test]
+fn a_long_function_is_measured_from_fn_to_its_closing_brace() {
+    let code = "fn short() { let s = \"}\"; }\nfn long(x: Vec<u8>) -> Option<()>\nwhere\n    u8: Copy,\n{\n    if x.is_empty() {\n        return None;\n    }\n    Some(())\n}\ntrait T { fn f(&self); }\n";
+    let found = function_lengths(code);
+    assert_eq!(
+        found,
+        vec![("short".to_string(), 1, 1), ("long".to_string(), 2, 9),]
+    );
+}
+
+const MOST_LINES_PER_TEST_FILE: usize = 1000;
+
+#[test]
+fn test_files_stay_readable_too() {
+    let mut too_long = Vec::new();
+    let mut read = 0;
+    for dir in ["tests/it", "sandbox/tests/it", "sandbox/tools/tests"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        for path in rust_files(&dir) {
+            read += 1;
+            let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+            if lines > MOST_LINES_PER_TEST_FILE {
+                too_long.push(format!("{}: {lines} lines", path.display()));
+            }
+        }
+    }
+    assert!(read > 20, "both suites read: {read} files");
+    assert!(
+        too_long.is_empty(),
+        "no test file over {MOST_LINES_PER_TEST_FILE} lines (split it by what it tests):\n{}",
+        too_long.join("\n")
+    );
+}
+
+/// Every `.rs` file under `dir`, in its subfolders too.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+    found
+}
