@@ -6,8 +6,11 @@ use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{self, Cli, Command};
 use crate::error::Error;
+use crate::freeze::request::FreezeRequest;
 use crate::output::{ExitStatus, Printer};
+use crate::ready::request::ReadyRequest;
 use crate::settings::{OutputFormat, Settings};
+use crate::verify::request::VerifyRequest;
 
 /// Parses `args` (argv including the program name) and runs the command.
 pub async fn run<I, T>(args: I) -> ExitStatus
@@ -50,32 +53,29 @@ where
     let outcome = match &cli.command {
         Command::Version(args) => super::version::run(args, &settings, &printer).await,
         Command::Completion { shell } => super::shell_completion::completion(*shell, &printer),
-        Command::Ready(args) => super::ready::run(args, &settings, &printer).await,
+        Command::Ready(args) => {
+            super::ready::run(&ReadyRequest::resolve(args), &settings, &printer).await
+        }
 
         Command::Pause(args) => {
-            super::freeze::command(
-                crate::freeze::apply::Mode::Freeze,
-                &args.selection,
-                (args.reason.as_deref(), args.keep_remediation),
-                &settings,
-                &printer,
-            )
-            .await
+            super::freeze::command(&FreezeRequest::pause(args), &settings, &printer).await
         }
         Command::Resume(args) => {
-            super::freeze::command(
-                crate::freeze::apply::Mode::Resume,
-                &args.selection,
-                (None, false),
-                &settings,
-                &printer,
-            )
-            .await
+            super::freeze::command(&FreezeRequest::resume(args), &settings, &printer).await
         }
 
         Command::Move(args) => super::mover::run(args, &settings, &printer).await,
-        Command::Verify(args) => super::verify::run(args, &settings, &printer).await,
+        Command::Verify(args) => {
+            let request = VerifyRequest::resolve(args, &settings);
+            super::verify::run(&request, &settings, &printer).await
+        }
     };
+    exit_status(outcome, &printer)
+}
+
+/// How a command's outcome ends the process, said once through `printer`: a refusal, a missing
+/// permission or a lost lease is an answer (exit 1), an interruption 130, any other error 2.
+fn exit_status(outcome: crate::error::Result<ExitStatus>, printer: &Printer) -> ExitStatus {
     match outcome {
         Ok(status) => status,
         Err(Error::Interrupted) => ExitStatus::Interrupted,

@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cli::FreezeSelection;
 use crate::error::{Error, Result};
 use crate::freeze::apply::{self, DryRun, Mode, Outcome, Request};
 use crate::freeze::plan::Action;
+use crate::freeze::request::FreezeRequest;
 use crate::kube::{Catalog, Cluster, Connected, Stop, lease};
 use crate::model::{self, HealthCheckView, ScalerView, kinds};
 use crate::output::{ExitStatus, Printer, Render};
@@ -113,39 +113,20 @@ pub enum Locking {
     HeldByCaller,
 }
 
-/// `pause` or `resume` as the user calls it.
-fn verb(mode: Mode) -> &'static str {
-    if mode == Mode::Freeze {
-        "pause"
-    } else {
-        "resume"
-    }
-}
-
 /// `kubectl capi pause` and `kubectl capi resume`: the selection checked before any request,
 /// the cluster connected once, then [`run`] under the cluster's lease.
 pub async fn command(
-    mode: Mode,
-    selection: &FreezeSelection,
-    why: (Option<&str>, bool),
+    request: &FreezeRequest,
     settings: &Settings,
     printer: &Printer,
 ) -> Result<ExitStatus> {
-    check_selection(mode, selection, settings)?;
+    check_selection(request, settings)?;
     let end = Connected::open(&settings.connection).await?;
-    run(
-        mode,
-        selection,
-        why,
-        Locking::Take,
-        (&end, settings),
-        printer,
-    )
-    .await
+    run(request, Locking::Take, (&end, settings), printer).await
 }
 
 /// A freeze or release names its Clusters, or says it means all of them.
-fn check_selection(mode: Mode, selection: &FreezeSelection, settings: &Settings) -> Result<()> {
+fn check_selection(selection: &FreezeRequest, settings: &Settings) -> Result<()> {
     if selection.all && !selection.clusters.is_empty() {
         return Err(Error::Usage(format!(
             "--all means every Cluster in the namespace, so it takes no Cluster names (got {}); pass the names or --all",
@@ -157,7 +138,7 @@ fn check_selection(mode: Mode, selection: &FreezeSelection, settings: &Settings)
         && !settings.scope.all_namespaces
         && settings.scope.selector.is_none()
     {
-        let verb = verb(mode);
+        let verb = selection.verb();
         return Err(Error::Usage(format!(
             "name the Clusters to {verb}, or pass --all (every Cluster in the namespace), -A or -l; see 'kubectl capi {verb} --help'"
         )));
@@ -168,22 +149,12 @@ fn check_selection(mode: Mode, selection: &FreezeSelection, settings: &Settings)
 /// A freeze or release of `selection` on `end` (connected by the caller); `settings` give the
 /// scope, the output and the flags hints repeat.
 pub async fn run(
-    mode: Mode,
-    selection: &FreezeSelection,
-    why: (Option<&str>, bool),
+    selection: &FreezeRequest,
     locking: Locking,
     (end, settings): (&Connected, &Settings),
     printer: &Printer,
 ) -> Result<ExitStatus> {
-    let (status, _) = run_on(
-        mode,
-        selection,
-        why,
-        (locking, None),
-        (end, settings),
-        printer,
-    )
-    .await?;
+    let (status, _) = run_on(selection, (locking, None), (end, settings), printer).await?;
     Ok(status)
 }
 
@@ -205,7 +176,7 @@ fn gone_while_waiting(clusters: &[(String, String)], scope: &ListScope) -> Error
 async fn selected_clusters(
     (cluster, catalog): (&crate::kube::Cluster, &crate::kube::Catalog),
     listed: &Snapshot,
-    selection: &FreezeSelection,
+    selection: &FreezeRequest,
     scope: &ListScope,
     settings: &Settings,
 ) -> Result<Vec<(String, String)>> {
@@ -238,9 +209,7 @@ async fn selected_clusters(
 /// [`run`], on `only` those objects when given (a release of exactly what a freeze froze), and
 /// returning what happened to each object.
 pub async fn run_on(
-    mode: Mode,
-    selection: &FreezeSelection,
-    (reason, keep_remediation): (Option<&str>, bool),
+    selection: &FreezeRequest,
     (locking, only): (
         Locking,
         Option<std::collections::BTreeSet<model::ObjectRef>>,
@@ -248,8 +217,8 @@ pub async fn run_on(
     (end, settings): (&Connected, &Settings),
     printer: &Printer,
 ) -> Result<(ExitStatus, Vec<Outcome>)> {
-    check_selection(mode, selection, settings)?;
-    let dry_run = selection.dry_run;
+    check_selection(selection, settings)?;
+    let (mode, dry_run) = (selection.mode, selection.dry_run);
     let (cluster, catalog) = (&end.cluster, &end.catalog);
     let scope = if settings.scope.all_namespaces {
         ListScope::AllNamespaces
@@ -273,56 +242,17 @@ pub async fn run_on(
     let request = Request {
         mode,
         clusters,
-        keep_remediation,
+        keep_remediation: selection.keep_remediation,
         dry_run,
-        marker: apply::marker(&cluster.identity, reason, &time),
+        marker: apply::marker(&cluster.identity, selection.reason.as_deref(), &time),
         only,
     };
     // Only the writes hold the lease; waiting for the controllers does not.
-    let lease = match (locking, dry_run) {
-        (Locking::Take, DryRun::None) => {
-            let command = format!(
-                "kubectl capi {} {}{}{}",
-                verb(mode),
-                if selection.clusters.is_empty() {
-                    "--all".to_string()
-                } else {
-                    selection.clusters.join(" ")
-                },
-                settings.scope.as_flags(),
-                settings.connection.as_flags()
-            );
-            Some(lease::Leases::one(
-                lease::take(cluster, &command, &Stop::default(), &|line: &str| {
-                    printer.warn(line)
-                })
-                .await?,
-            ))
-        }
-        _ => None,
-    };
+    let lease = take_lease(selection, locking, (cluster, settings), printer).await?;
     // Taking the lease may have waited for another command (a move that took these Clusters
     // away, say): what is frozen is read again under it.
     let (listed, request) = match &lease {
-        Some(_) => {
-            let fresh = Snapshot::fetch_with(cluster, catalog, &fetch).await?;
-            let selected =
-                selected_clusters((cluster, catalog), &fresh, selection, &scope, settings).await;
-            let clusters = match selected {
-                Ok(clusters) => clusters,
-                Err(Error::Usage(_) | Error::ClustersNotFound { .. }) => {
-                    return Err(gone_while_waiting(&request.clusters, &scope));
-                }
-                Err(e) => return Err(e),
-            };
-            (
-                fresh,
-                Request {
-                    clusters,
-                    ..request
-                },
-            )
-        }
+        Some(_) => read_again(selection, (end, &fetch, &scope), request, settings).await?,
         None => (listed, request),
     };
     let mut outcomes = super::holding::holding(
@@ -334,19 +264,18 @@ pub async fn run_on(
     let mut status = ExitStatus::Success;
     if selection.wait && dry_run == DryRun::None {
         let acknowledged =
-            wait_for_controllers(mode, selection, (end, &fetch), &mut outcomes, printer).await?;
+            wait_for_controllers(selection, (end, &fetch), &mut outcomes, printer).await?;
         if !acknowledged {
             status = ExitStatus::Failure;
         }
     }
-    print_outcomes(mode, dry_run, &outcomes, printer)?;
+    print_outcomes(selection, &outcomes, printer)?;
     Ok((status, outcomes))
 }
 
 /// `--wait`: until the controllers report `Paused` as wanted; `false` when the time ran out.
 async fn wait_for_controllers(
-    mode: Mode,
-    selection: &FreezeSelection,
+    selection: &FreezeRequest,
     (end, fetch): (&Connected, &Fetch),
     outcomes: &mut [Outcome],
     printer: &Printer,
@@ -369,26 +298,22 @@ async fn wait_for_controllers(
         &end.catalog,
         fetch,
         outcomes,
-        mode,
-        selection.wait_limit.timeout,
+        selection.mode,
+        selection.timeout,
     )
     .await?;
     if !acknowledged {
         printer.warn(&format!(
             "timed out after {} waiting for the controllers to acknowledge",
-            crate::cli::show_duration(selection.wait_limit.timeout)
+            crate::cli::show_duration(selection.timeout)
         ));
     }
     Ok(acknowledged)
 }
 
 /// What happened to each object: a document, names, or a line each with notes.
-fn print_outcomes(
-    mode: Mode,
-    dry_run: DryRun,
-    outcomes: &[Outcome],
-    printer: &Printer,
-) -> Result<()> {
+fn print_outcomes(request: &FreezeRequest, outcomes: &[Outcome], printer: &Printer) -> Result<()> {
+    let (mode, dry_run) = (request.mode, request.dry_run);
     printer.report(&FreezeReport {
         api_version: crate::names::OUTPUT_API_VERSION,
         kind: if mode == Mode::Freeze {
@@ -416,8 +341,67 @@ fn print_outcomes(
     if !outcomes.iter().any(|o| o.action.writes()) {
         printer.info(&format!(
             "nothing to {}: no object needed a change",
-            verb(mode)
+            request.verb()
         ));
     }
     Ok(())
+}
+
+/// The lease a pause or resume takes for its writes (`None` when its caller holds it, or for a
+/// dry run).
+async fn take_lease(
+    selection: &FreezeRequest,
+    locking: Locking,
+    (cluster, settings): (&Cluster, &Settings),
+    printer: &Printer,
+) -> Result<Option<lease::Leases>> {
+    Ok(match (locking, selection.dry_run) {
+        (Locking::Take, DryRun::None) => {
+            let command = format!(
+                "kubectl capi {} {}{}{}",
+                selection.verb(),
+                if selection.clusters.is_empty() {
+                    "--all".to_string()
+                } else {
+                    selection.clusters.join(" ")
+                },
+                settings.scope.as_flags(),
+                settings.connection.as_flags()
+            );
+            Some(lease::Leases::one(
+                lease::take(cluster, &command, &Stop::default(), &|line: &str| {
+                    printer.warn(line)
+                })
+                .await?,
+            ))
+        }
+        _ => None,
+    })
+}
+
+/// What `request` freezes or releases, read again under the lease just taken: Clusters that were
+/// selected and are gone now (a move took them while this waited) refuse the command.
+async fn read_again(
+    selection: &FreezeRequest,
+    (end, fetch, scope): (&Connected, &Fetch, &ListScope),
+    request: Request,
+    settings: &Settings,
+) -> Result<(Snapshot, Request)> {
+    let (cluster, catalog) = (&end.cluster, &end.catalog);
+    let fresh = Snapshot::fetch_with(cluster, catalog, fetch).await?;
+    let selected = selected_clusters((cluster, catalog), &fresh, selection, scope, settings).await;
+    let clusters = match selected {
+        Ok(clusters) => clusters,
+        Err(Error::Usage(_) | Error::ClustersNotFound { .. }) => {
+            return Err(gone_while_waiting(&request.clusters, scope));
+        }
+        Err(e) => return Err(e),
+    };
+    Ok((
+        fresh,
+        Request {
+            clusters,
+            ..request
+        },
+    ))
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use super::freeze::Locking;
 use super::reporter::Reporter;
-use crate::cli::{MoveArgs, ReadyArgs};
+use crate::cli::MoveArgs;
 use crate::error::{Error, Result};
 use crate::freeze::apply::Mode;
 use crate::freeze::plan::Action;
@@ -17,6 +17,7 @@ use crate::mover::report::Summary;
 use crate::mover::report::print_summary;
 use crate::mover::request::MoveRequest;
 use crate::output::{ExitStatus, Printer};
+use crate::ready::request::ReadyRequest;
 use crate::settings::{Connection, OutputFormat, Settings};
 use crate::verify::{MovedCluster, VerificationReport, Verified};
 
@@ -82,9 +83,9 @@ impl Commands<'_> {
 impl Around for Commands<'_> {
     async fn freeze(&self) -> Result<std::result::Result<BTreeSet<ObjectRef>, ExitStatus>> {
         let (frozen, outcomes) = super::freeze::run_on(
-            Mode::Freeze,
-            &self.request.freeze_selection(),
-            (Some("kubectl capi move --freeze"), false),
+            &self
+                .request
+                .freeze_request(Mode::Freeze, Some("kubectl capi move --freeze")),
             (Locking::HeldByCaller, None),
             (&self.ends.source, &self.at(&self.request.source)),
             &self.step,
@@ -101,12 +102,10 @@ impl Around for Commands<'_> {
     }
 
     async fn wait_ready(&self) -> Result<ExitStatus> {
-        let ready = ReadyArgs {
+        let ready = ReadyRequest {
             clusters: self.request.clusters.clone(),
             wait: true,
-            wait_limit: crate::cli::WaitLimit {
-                timeout: self.request.timeout,
-            },
+            timeout: self.request.timeout,
             details: false,
             strict: false,
             to_cluster: None,
@@ -117,9 +116,7 @@ impl Around for Commands<'_> {
 
     async fn unfreeze(&self, froze: BTreeSet<ObjectRef>) -> Result<ExitStatus> {
         let (status, _) = super::freeze::run_on(
-            Mode::Resume,
-            &self.request.freeze_selection(),
-            (None, false),
+            &self.request.freeze_request(Mode::Resume, None),
             (Locking::HeldByCaller, Some(froze)),
             (&self.ends.source, &self.at(&self.request.source)),
             &self.step,
@@ -133,9 +130,7 @@ impl Around for Commands<'_> {
             return Ok(ExitStatus::Success);
         };
         super::freeze::run(
-            Mode::Resume,
-            &request.freeze_selection(),
-            (None, false),
+            &request.freeze_request(Mode::Resume, None),
             Locking::HeldByCaller,
             (target, &self.at(connection)),
             &self.step,

@@ -1,13 +1,13 @@
 //! `kubectl capi ready`.
 
 use super::waiting::Waiting;
-use crate::cli::ReadyArgs;
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster, Connected};
 use crate::model::{self};
 use crate::output::{ExitStatus, Printer};
 use crate::ready::evaluate::{Options, Report, evaluate};
 use crate::ready::render::Readiness;
+use crate::ready::request::ReadyRequest;
 use crate::ready::wait::{Outcome, wait};
 use crate::settings::{Settings, shell_word};
 use crate::snapshot::{Fetch, ListScope, PAGE_SIZE, Snapshot};
@@ -103,14 +103,20 @@ fn nothing_in_scope(selection: &Selection) -> String {
 }
 
 /// `kubectl capi ready`.
-pub async fn run(args: &ReadyArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
+pub async fn run(
+    request: &ReadyRequest,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<ExitStatus> {
     let end = Connected::open(&settings.connection).await?;
     // The target first: a move into it needs it, however ready the Clusters are.
-    let target = match &args.to_cluster {
-        Some(name) => target_can_take_it((name, &args.clusters), &end, settings, printer).await?,
+    let target = match &request.to_cluster {
+        Some(name) => {
+            target_can_take_it((name, &request.clusters), &end, settings, printer).await?
+        }
         None => ExitStatus::Success,
     };
-    let status = run_on(args, (&end, settings), printer).await?;
+    let status = run_on(request, (&end, settings), printer).await?;
     Ok(if target == ExitStatus::Success {
         status
     } else {
@@ -158,14 +164,19 @@ async fn target_can_take_it(
 /// [`run`] on a connected cluster; `settings` give the scope, the output and the flags hints
 /// repeat.
 pub async fn run_on(
-    args: &ReadyArgs,
+    request: &ReadyRequest,
     (end, settings): (&Connected, &Settings),
     printer: &Printer,
 ) -> Result<ExitStatus> {
-    let timeout = args.wait_limit.timeout;
     let (cluster, catalog) = (&end.cluster, &end.catalog);
-    let mut selection = selection(cluster, catalog, settings, &args.clusters, args.strict);
-    selection.options.waiting = args.wait;
+    let mut selection = selection(
+        cluster,
+        catalog,
+        settings,
+        &request.clusters,
+        request.strict,
+    );
+    selection.options.waiting = request.wait;
     let snapshot = Snapshot::fetch_with(cluster, catalog, &selection.fetch).await?;
     let any_named = resolve_names((cluster, catalog), &snapshot, &mut selection).await?;
     selection.options.unfinished_moves = crate::mover::recovery::unfinished_moves(
@@ -185,7 +196,7 @@ pub async fn run_on(
         }
         return Ok(ExitStatus::Success);
     }
-    let details = args.details || selection.options.clusters.len() == 1;
+    let details = request.details || selection.options.clusters.len() == 1;
     let mut report = evaluate(&snapshot, &selection.options);
     let mut status = if report.ready {
         ExitStatus::Success
@@ -193,49 +204,62 @@ pub async fn run_on(
         ExitStatus::Failure
     };
 
-    if args.wait && !report.ready {
-        let mut waiting = Waiting::new(printer, &report, !settings.output.is_structured());
-        let on_change = |r: &Report| waiting.update(r);
-        let waited = tokio::select! {
-            outcome = wait(printer.log_at(4), cluster, catalog, &selection.fetch, &selection.options, timeout, on_change) => Some(outcome?),
-            _ = tokio::signal::ctrl_c() => None,
-        };
-        waiting.finish();
-        match waited {
-            Some(Outcome::Ready(r)) => {
-                report = r;
-                status = ExitStatus::Success;
-            }
-            Some(Outcome::Stuck(r, reasons)) => {
-                report = r;
-                status = ExitStatus::Failure;
-                for (cluster, why) in &reasons {
-                    printer.warn(&format!(
-                        "{}: {why}; stopped waiting — release the freeze with `kubectl capi resume {} -n {}{}` and wait without it",
-                        cluster.kubectl_name(),
-                        shell_word(&cluster.name),
-                        shell_word(&cluster.namespace),
-                        settings.connection.as_flags()
-                    ));
-                }
-            }
-            Some(Outcome::TimedOut(r)) => {
-                report = r;
-                status = ExitStatus::Failure;
-                printer.warn(&format!(
-                    "timed out after {} waiting for the clusters to be ready to move",
-                    crate::cli::show_duration(args.wait_limit.timeout)
-                ));
-            }
-            None => {
-                printer.note("interrupted");
-                return Ok(ExitStatus::Interrupted);
-            }
-        }
+    if request.wait && !report.ready {
+        (report, status) =
+            match wait_until_ready(request, (end, settings), &selection, report, printer).await? {
+                Some(waited) => waited,
+                None => return Ok(ExitStatus::Interrupted),
+            };
     }
     printer.report(&Readiness {
         report: &report,
         details,
     })?;
     Ok(status)
+}
+
+/// `--wait`: `report` waited on until the Clusters can be moved, are stuck or the time runs
+/// out; the last report and the status it ends with, or `None` after Ctrl-C.
+async fn wait_until_ready(
+    request: &ReadyRequest,
+    (end, settings): (&Connected, &Settings),
+    selection: &Selection,
+    report: Report,
+    printer: &Printer,
+) -> Result<Option<(Report, ExitStatus)>> {
+    let (cluster, catalog) = (&end.cluster, &end.catalog);
+    let timeout = request.timeout;
+    let mut waiting = Waiting::new(printer, &report, !settings.output.is_structured());
+    let on_change = |r: &Report| waiting.update(r);
+    let waited = tokio::select! {
+        outcome = wait(printer.log_at(4), cluster, catalog, &selection.fetch, &selection.options, timeout, on_change) => Some(outcome?),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    waiting.finish();
+    Ok(Some(match waited {
+        Some(Outcome::Ready(r)) => (r, ExitStatus::Success),
+        Some(Outcome::Stuck(r, reasons)) => {
+            for (cluster, why) in &reasons {
+                printer.warn(&format!(
+                    "{}: {why}; stopped waiting — release the freeze with `kubectl capi resume {} -n {}{}` and wait without it",
+                    cluster.kubectl_name(),
+                    shell_word(&cluster.name),
+                    shell_word(&cluster.namespace),
+                    settings.connection.as_flags()
+                ));
+            }
+            (r, ExitStatus::Failure)
+        }
+        Some(Outcome::TimedOut(r)) => {
+            printer.warn(&format!(
+                "timed out after {} waiting for the clusters to be ready to move",
+                crate::cli::show_duration(request.timeout)
+            ));
+            (r, ExitStatus::Failure)
+        }
+        None => {
+            printer.note("interrupted");
+            return Ok(None);
+        }
+    }))
 }

@@ -7,15 +7,15 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 
-use crate::cli::VerifyArgs;
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Cluster, Connected, connect};
 use crate::mover::journal::Journal;
 use crate::names::CORE_GROUP;
 use crate::output::{ExitStatus, Printer};
-use crate::settings::{Connection, End, Settings};
+use crate::settings::Settings;
 use crate::snapshot::watch::{Waited, until};
 use crate::snapshot::{Fetch, ListScope, PAGE_SIZE, Snapshot, key, list_all};
+use crate::verify::request::VerifyRequest;
 use crate::verify::{MovedCluster, RECORD_LABEL, VerificationReport, evaluate};
 
 /// The two ends of a verification: the target, where the Clusters are now, and the source
@@ -151,33 +151,20 @@ async fn records_in(cluster: &Cluster, scope: &ListScope) -> Result<Vec<MovedClu
         .collect())
 }
 
-/// The source's connection for `verify`: the user's flags with `--from-kubeconfig` and
-/// `--from-context`; `None` when neither is given.
-fn source_connection(args: &VerifyArgs, settings: &Settings) -> Option<Connection> {
-    (args.from_kubeconfig.is_some() || args.from_context.is_some()).then(|| {
-        settings.connection.other_end(
-            End::VERIFY_SOURCE,
-            args.from_kubeconfig.as_ref(),
-            args.from_context.as_ref(),
-        )
-    })
-}
-
 /// `kubectl capi verify`.
-pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> Result<ExitStatus> {
-    let journal = match &args.journal {
+pub async fn run(
+    request: &VerifyRequest,
+    settings: &Settings,
+    printer: &Printer,
+) -> Result<ExitStatus> {
+    let journal = match &request.journal {
         Some(path) => Some(Journal::load(path)?),
         None => None,
     };
-    let mut target_connection = settings.connection.clone();
-    if source_connection(args, settings).is_some() {
-        // Two ends: messages about this one call it the target.
-        target_connection.end = target_connection.end.as_role("target");
-    }
-    let target = connect(&target_connection).await?;
+    let target = connect(&request.target).await?;
     // Both ends first: a wrong --from-context is named before anything is read.
-    let source = match source_connection(args, settings) {
-        Some(connection) => Some(connect(&connection).await?),
+    let source = match &request.source {
+        Some(connection) => Some(connect(connection).await?),
         None => None,
     };
     let scope = if settings.scope.all_namespaces {
@@ -185,52 +172,9 @@ pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> R
     } else {
         ListScope::Namespace(target.namespace(settings.scope.namespace.as_deref()))
     };
-    let (recorded, whence) = match (&journal, &args.journal) {
-        (Some(journal), Some(path)) => (
-            journal
-                .moved
-                .iter()
-                // The journal says where its Clusters are; -n narrows them.
-                .filter(|m| {
-                    settings
-                        .scope
-                        .namespace
-                        .as_ref()
-                        .is_none_or(|ns| m.cluster.namespace == *ns)
-                })
-                .cloned()
-                .collect(),
-            format!("the journal {}", path.display()),
-        ),
-        _ => (
-            records_in(&target, &scope).await?,
-            format!(
-                "{} of this cluster (no ConfigMap labelled {RECORD_LABEL})",
-                scope
-            ),
-        ),
-    };
-    // `-l`: the records of the Clusters here whose labels match, as the server evaluates them.
-    let recorded = match settings.scope.selector.as_deref() {
-        Some(selector) => {
-            let matching = clusters_matching(&target, &scope, selector).await?;
-            let kept: Vec<MovedCluster> = recorded
-                .into_iter()
-                .filter(|m| {
-                    matching.contains(&(m.cluster.namespace.clone(), m.cluster.name.clone()))
-                })
-                .collect();
-            if kept.is_empty() {
-                return Err(Error::Refused(vec![format!(
-                    "no moved Clusters match -l {selector} in {}",
-                    scope
-                )]));
-            }
-            kept
-        }
-        None => recorded,
-    };
-    let moved = select(recorded, &args.clusters, &whence)?;
+    let (recorded, whence) =
+        recorded(journal.as_ref(), request, (&target, &scope), settings).await?;
+    let moved = select(recorded, &request.clusters, &whence)?;
     let source = match source {
         Some(cluster) => Some(Connected {
             catalog: Catalog::discover(&cluster).await?,
@@ -247,13 +191,7 @@ pub async fn run(args: &VerifyArgs, settings: &Settings, printer: &Printer) -> R
         source: source.as_ref(),
         flags: settings.connection.as_flags(),
     };
-    let verified = verify(
-        &ends,
-        &moved,
-        args.wait.then_some(args.wait_limit.timeout),
-        printer,
-    )
-    .await?;
+    let verified = verify(&ends, &moved, request.wait, printer).await?;
     printer.report(&verified.report)?;
     if ends.source.is_none() {
         printer.info(
@@ -309,4 +247,60 @@ async fn clusters_matching(
         .into_iter()
         .filter_map(|c| Some((c.metadata.namespace?, c.metadata.name?)))
         .collect())
+}
+
+/// The moved Clusters recorded — in the journal when one is given, else in the target's
+/// records in `scope` — narrowed by `-n` and `-l`, and where they were read, for messages.
+async fn recorded(
+    journal: Option<&Journal>,
+    request: &VerifyRequest,
+    (target, scope): (&crate::kube::Cluster, &ListScope),
+    settings: &Settings,
+) -> Result<(Vec<MovedCluster>, String)> {
+    let (recorded, whence) = match (journal, &request.journal) {
+        (Some(journal), Some(path)) => (
+            journal
+                .moved
+                .iter()
+                // The journal says where its Clusters are; -n narrows them.
+                .filter(|m| {
+                    settings
+                        .scope
+                        .namespace
+                        .as_ref()
+                        .is_none_or(|ns| m.cluster.namespace == *ns)
+                })
+                .cloned()
+                .collect(),
+            format!("the journal {}", path.display()),
+        ),
+        _ => (
+            records_in(target, scope).await?,
+            format!(
+                "{} of this cluster (no ConfigMap labelled {RECORD_LABEL})",
+                scope
+            ),
+        ),
+    };
+    // `-l`: the records of the Clusters here whose labels match, as the server evaluates them.
+    let recorded = match settings.scope.selector.as_deref() {
+        Some(selector) => {
+            let matching = clusters_matching(target, scope, selector).await?;
+            let kept: Vec<MovedCluster> = recorded
+                .into_iter()
+                .filter(|m| {
+                    matching.contains(&(m.cluster.namespace.clone(), m.cluster.name.clone()))
+                })
+                .collect();
+            if kept.is_empty() {
+                return Err(Error::Refused(vec![format!(
+                    "no moved Clusters match -l {selector} in {}",
+                    scope
+                )]));
+            }
+            kept
+        }
+        None => recorded,
+    };
+    Ok((recorded, whence))
 }

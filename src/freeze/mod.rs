@@ -3,3 +3,4 @@
 
 pub mod apply;
 pub mod plan;
+pub mod request;

@@ -3,17 +3,21 @@
 //! flags, so that they work when pasted.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::cli::{DryRun, MoveArgs, OutputFormat, show_duration};
 use crate::error::{Error, Result};
+use crate::freeze::apply::Mode;
+use crate::freeze::request::FreezeRequest;
 use crate::model::ObjectRef;
 use crate::settings::{Connection, End, Scope, Settings, shell_word};
 
 /// A move, resolved: every later step reads these fields instead of the flags.
 #[derive(Debug, Clone)]
 pub struct MoveRequest {
-    /// The flags as given; read through the request itself (`request.freeze`), see [`Deref`].
-    pub flags: MoveArgs,
+    /// The options as given; read through the request itself (`request.freeze`), see
+    /// [`Deref`].
+    pub options: MoveOptions,
     /// The source; for a restore, the cluster restored into.
     pub source: Connection,
     /// The target management cluster, when `--to-kubeconfig` or `--to-context` names one (for
@@ -28,12 +32,60 @@ pub struct MoveRequest {
     pub started: std::time::Instant,
 }
 
-/// A request reads as its flags: `request.clusters`, `request.freeze`, … are what was given.
-impl std::ops::Deref for MoveRequest {
-    type Target = MoveArgs;
+/// What `kubectl capi move` was given besides its ends and scope, as the steps read it.
+#[derive(Debug, Clone)]
+pub struct MoveOptions {
+    pub clusters: Vec<String>,
+    pub to_kubeconfig: Option<PathBuf>,
+    pub to_context: Option<String>,
+    pub to_cluster: Option<String>,
+    pub dry_run: DryRun,
+    pub timeout: Duration,
+    pub restore_status: bool,
+    pub freeze: bool,
+    pub wait_ready: bool,
+    pub journal: Option<PathBuf>,
+    pub verify: bool,
+    pub verify_timeout: Duration,
+    pub resume: bool,
+    pub rollback: bool,
+    pub overwrite_existing: bool,
+    pub concurrency: u16,
+    pub to_directory: Option<PathBuf>,
+    pub from_directory: Option<PathBuf>,
+}
 
-    fn deref(&self) -> &MoveArgs {
-        &self.flags
+impl From<&MoveArgs> for MoveOptions {
+    fn from(args: &MoveArgs) -> MoveOptions {
+        MoveOptions {
+            clusters: args.clusters.clone(),
+            to_kubeconfig: args.to_kubeconfig.clone(),
+            to_context: args.to_context.clone(),
+            to_cluster: args.to_cluster.clone(),
+            dry_run: args.dry_run,
+            timeout: args.timeout,
+            restore_status: args.restore_status,
+            freeze: args.freeze,
+            wait_ready: args.wait_ready,
+            journal: args.journal.clone(),
+            verify: args.verify,
+            verify_timeout: args.verify_timeout,
+            resume: args.resume,
+            rollback: args.rollback,
+            overwrite_existing: args.overwrite_existing,
+            concurrency: args.concurrency,
+            to_directory: args.to_directory.clone(),
+            from_directory: args.from_directory.clone(),
+        }
+    }
+}
+
+/// A request reads as its options: `request.clusters`, `request.freeze`, … are what was given.
+impl std::ops::Deref for MoveRequest {
+    type Target = MoveOptions;
+
+    fn deref(&self) -> &MoveOptions {
+        &self.options
     }
 }
 
@@ -55,7 +107,7 @@ impl MoveRequest {
             )
         });
         let request = MoveRequest {
-            flags: args.clone(),
+            options: MoveOptions::from(args),
             source,
             target,
             scope: settings.scope.clone(),
@@ -115,7 +167,7 @@ impl MoveRequest {
         command.push_str(&self.target_flags());
         command.push_str(&self.scope.as_flags());
         command.push_str(&self.paths_and_switches(true));
-        let defaults = MoveArgs::defaults();
+        let defaults = MoveOptions::from(&MoveArgs::defaults());
         for (flag, value, default) in [
             ("--timeout", self.timeout, defaults.timeout),
             (
@@ -240,7 +292,7 @@ impl MoveRequest {
     /// The command that continues this move: the same one with `--resume`.
     pub fn resume_command(&self) -> String {
         let mut request = self.clone();
-        (request.flags.rollback, request.flags.resume) = (false, false);
+        (request.options.rollback, request.options.resume) = (false, false);
         request.command_line(&["--resume"])
     }
 
@@ -259,16 +311,18 @@ impl MoveRequest {
         flags
     }
 
-    /// What `pause` and `resume` are asked for these Clusters inside the move.
-    pub fn freeze_selection(&self) -> crate::cli::FreezeSelection {
-        crate::cli::FreezeSelection {
+    /// The freeze (`mode`) of these Clusters inside the move, or its release; a freeze says
+    /// `reason`.
+    pub fn freeze_request(&self, mode: Mode, reason: Option<&str>) -> FreezeRequest {
+        FreezeRequest {
+            mode,
             clusters: self.clusters.clone(),
             all: self.clusters.is_empty(),
             wait: false,
-            wait_limit: crate::cli::WaitLimit {
-                timeout: self.timeout,
-            },
+            timeout: self.timeout,
             dry_run: DryRun::None,
+            reason: reason.map(str::to_string),
+            keep_remediation: false,
         }
     }
 
@@ -432,7 +486,7 @@ mod tests {
     fn same(a: &MoveRequest, b: &MoveRequest) -> String {
         let mut a = a.clone();
         a.started = b.started;
-        a.flags.resume = b.resume;
+        a.options.resume = b.resume;
         format!("{a:?}") + "\n" + &format!("{b:?}")
     }
 

@@ -4,6 +4,7 @@ pub mod evaluate;
 mod next_steps;
 pub mod render;
 pub mod report;
+pub mod request;
 pub mod wait;
 
 pub use evaluate::{CheckId, CheckStatus, Options, evaluate};

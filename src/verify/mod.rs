@@ -5,6 +5,7 @@
 pub mod checks;
 pub mod record;
 pub mod report;
+pub mod request;
 
 pub use checks::ClusterVerification;
 pub use record::*;

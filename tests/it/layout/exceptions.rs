@@ -178,26 +178,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "every flag of every subcommand with its help text (clap derive); not split yet",
     ),
     (
-        "src/commands/dispatch.rs::run",
-        Rule::Lines(93),
-        "not split yet",
-    ),
-    (
-        "src/commands/freeze.rs::run_on",
-        Rule::Lines(105),
-        "not split yet",
-    ),
-    (
-        "src/commands/ready.rs::run_on",
-        Rule::Lines(82),
-        "not split yet",
-    ),
-    (
-        "src/commands/verify.rs::run",
-        Rule::Lines(98),
-        "not split yet",
-    ),
-    (
         "src/error.rs",
         Rule::Lines(544),
         "every error the plugin names and how each kube error maps to one; not split yet",
