@@ -5,6 +5,11 @@ pub const CORE_GROUP: &str = "cluster.x-k8s.io";
 pub const CLUSTER: &str = "Cluster";
 pub const CLUSTER_CLASS: &str = "ClusterClass";
 pub const MACHINE: &str = "Machine";
+/// The core kinds that scale and remediate Machines (their roles: `model::kinds`).
+pub const MACHINE_DEPLOYMENT: &str = "MachineDeployment";
+pub const MACHINE_SET: &str = "MachineSet";
+pub const MACHINE_POOL: &str = "MachinePool";
+pub const MACHINE_HEALTH_CHECK: &str = "MachineHealthCheck";
 
 /// Whether `kind` of `group` is Cluster API's Cluster (not a provider's kind of that name).
 pub fn is_core_cluster(group: &str, kind: &str) -> bool {
@@ -106,6 +111,10 @@ pub const FROZEN_BY_ANNOTATION: &str = "kubectl-capi.dev/frozen";
 /// holds it (host, process, command, since when).
 pub const LEASE_NAMESPACE: &str = "kube-system";
 pub const LEASE_NAME: &str = "kubectl-capi";
+/// The API group of Leases, which a command needs access to in [`LEASE_NAMESPACE`].
+pub const LEASE_GROUP: &str = "coordination.k8s.io";
+/// The label every object the plugin makes carries, as Kubernetes recommends.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const LEASE_HOLDER_ANNOTATION: &str = "kubectl-capi.dev/holder";
 /// Beside each renewal: when it was sent, in milliseconds on its host's boot clock
 /// (`CLOCK_BOOTTIME`), so a taker on that host counts the holder's last writes out on a clock
@@ -132,6 +141,12 @@ pub const MOVE_KUBECONFIG_LABEL: &str = "kubectl-capi.dev/move-target-kubeconfig
 pub const JOURNAL_SHARD_LABEL: &str = "kubectl-capi.dev/move-journal-shard";
 /// A moved Cluster's verification record (a ConfigMap in the target).
 pub const RECORD_LABEL: &str = "kubectl-capi.dev/moved-cluster";
+/// The names of what a move leaves in a cluster, each followed by what it is for: a slice of a
+/// journal copy (`…-KEY-SHARD`), the kept kubeconfig of a `--to-cluster` target
+/// (`…-kubeconfig-CLUSTER`), a verification record (`kubectl-capi-moved-CLUSTER`).
+pub const JOURNAL_COPY_PREFIX: &str = "kubectl-capi-move-";
+pub const KEPT_KUBECONFIG_PREFIX: &str = "kubectl-capi-move-kubeconfig-";
+pub const RECORD_PREFIX: &str = "kubectl-capi-moved-";
 /// When the move that left a verification record moved its Cluster.
 pub const MOVED_AT_ANNOTATION: &str = "kubectl-capi.dev/moved-at";
 

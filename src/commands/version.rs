@@ -49,7 +49,7 @@ pub struct ProviderVersion {
 pub async fn management_cluster(cluster: &Cluster) -> Result<ManagementCluster> {
     let catalog = Catalog::discover(cluster).await?;
     let mut providers = Vec::new();
-    if let Some(info) = catalog.kind(CLUSTERCTL_GROUP, "Provider") {
+    if let Some(info) = catalog.kind(CLUSTERCTL_GROUP, crate::names::PROVIDER_KIND) {
         let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &info.resource);
         let list = api
             .list(&ListParams::default())

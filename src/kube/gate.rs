@@ -250,13 +250,17 @@ fn is_write(method: &http::Method, uri: &http::Uri) -> bool {
     if reads.contains(method) {
         return false;
     }
-    let path = uri.path();
+    // The lease's own group, and the reviews that only ask.
     let exempt = [
-        "/apis/coordination.k8s.io/",
-        "/apis/authorization.k8s.io/",
-        "/apis/authentication.k8s.io/",
+        crate::names::LEASE_GROUP,
+        "authorization.k8s.io",
+        "authentication.k8s.io",
     ];
-    if exempt.iter().any(|prefix| path.starts_with(prefix)) {
+    let group = uri
+        .path()
+        .strip_prefix("/apis/")
+        .and_then(|rest| rest.split('/').next());
+    if group.is_some_and(|group| exempt.contains(&group)) {
         return false;
     }
     // A real server ignores a DELETE's `dryRun` query beside a DeleteOptions body (the body's

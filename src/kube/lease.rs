@@ -30,7 +30,8 @@ use super::lease_timing::{duration, poll_interval, renew_deadline, renew_interva
 use super::{connect::Cluster, stop::Stop};
 use crate::error::{Error, Result};
 use crate::names::{
-    LEASE_HOLDER_ANNOTATION, LEASE_NAME, LEASE_NAMESPACE, LEASE_RENEWED_ANNOTATION,
+    FIELD_MANAGER, LEASE_GROUP, LEASE_HOLDER_ANNOTATION, LEASE_NAME, LEASE_NAMESPACE,
+    LEASE_RENEWED_ANNOTATION, MANAGED_BY_LABEL,
 };
 
 /// Where a command says what it waits for while it watches a Lease another holds (the
@@ -97,7 +98,7 @@ fn micro_now() -> MicroTime {
 /// An error about the lease that says what it is for and which permissions it needs.
 fn forbidden_hint(cluster: &Cluster, e: kube::Error, doing: &str) -> Error {
     let context = format!(
-        "{doing} the lease {LEASE_NAMESPACE}/{LEASE_NAME} (one command at a time writes for a move; it needs get, create, patch and delete on leases.coordination.k8s.io in {LEASE_NAMESPACE})"
+        "{doing} the lease {LEASE_NAMESPACE}/{LEASE_NAME} (one command at a time writes for a move; it needs get, create, patch and delete on leases.{LEASE_GROUP} in {LEASE_NAMESPACE})"
     );
     match e {
         kube::Error::Api(status) if status.code == 403 => Error::Forbidden {
@@ -309,9 +310,7 @@ impl Claim {
             metadata: ObjectMeta {
                 name: Some(LEASE_NAME.into()),
                 namespace: Some(LEASE_NAMESPACE.into()),
-                labels: Some(
-                    [("app.kubernetes.io/managed-by".into(), "kubectl-capi".into())].into(),
-                ),
+                labels: Some([(MANAGED_BY_LABEL.into(), FIELD_MANAGER.into())].into()),
                 annotations: Some(
                     [
                         (LEASE_HOLDER_ANNOTATION.into(), self.holder_text.clone()),

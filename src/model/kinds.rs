@@ -4,17 +4,20 @@
 
 use super::scalers::ScalerKind;
 use crate::kube::Catalog;
-use crate::names::{BOOTSTRAP_GROUP, CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP};
+use crate::names::{
+    BOOTSTRAP_GROUP, CONTROL_PLANE_GROUP, CORE_GROUP, INFRASTRUCTURE_GROUP, MACHINE_DEPLOYMENT,
+    MACHINE_HEALTH_CHECK, MACHINE_POOL, MACHINE_SET,
+};
 
 /// The core kinds that create and delete Machines, in the order freeze and ready take them.
 pub const CORE_SCALERS: [(&str, ScalerKind); 3] = [
-    ("MachineDeployment", ScalerKind::MachineDeployment),
-    ("MachineSet", ScalerKind::MachineSet),
-    ("MachinePool", ScalerKind::MachinePool),
+    (MACHINE_DEPLOYMENT, ScalerKind::MachineDeployment),
+    (MACHINE_SET, ScalerKind::MachineSet),
+    (MACHINE_POOL, ScalerKind::MachinePool),
 ];
 
 /// The kind that marks unhealthy Machines for their owners to remediate (delete and recreate).
-pub const REMEDIATION: &str = "MachineHealthCheck";
+pub const REMEDIATION: &str = MACHINE_HEALTH_CHECK;
 
 /// What a kind does to a Cluster's Machines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +54,7 @@ pub fn role(group: &str, kind: &str) -> Option<Role> {
             .find(|(k, _)| *k == kind)
             .map(|(_, scaler)| Role::Scaler(*scaler)),
         CONTROL_PLANE_GROUP => Some(Role::Scaler(ScalerKind::ControlPlane)),
-        INFRASTRUCTURE_GROUP if kind.ends_with("MachinePool") => Some(Role::InfrastructurePool),
+        INFRASTRUCTURE_GROUP if kind.ends_with(MACHINE_POOL) => Some(Role::InfrastructurePool),
         _ => None,
     }
 }

@@ -376,7 +376,7 @@ fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Chec
             ScalerKind::MachinePool => view.replicas.unwrap_or(0),
             ScalerKind::MachineDeployment => {
                 let sets: Vec<String> = scope
-                    .of(CORE_GROUP, "MachineSet")
+                    .of(CORE_GROUP, crate::names::MACHINE_SET)
                     .iter()
                     .filter(|s| crate::model::controller_of(s).is_some_and(|c| c.uid == uid))
                     .filter_map(|s| s.metadata.uid.clone())

@@ -206,7 +206,7 @@ const RECORD_LIMIT: usize = 768 * 1024;
 impl MovedCluster {
     /// The name of the ConfigMap that keeps this record next to the Cluster in the target.
     pub fn record_name(&self) -> String {
-        format!("kubectl-capi-moved-{}", self.cluster.name)
+        format!("{}{}", crate::names::RECORD_PREFIX, self.cluster.name)
     }
 
     /// The record as a ConfigMap in the target, owned by the Cluster there (`cluster_uid`): it

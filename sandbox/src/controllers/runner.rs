@@ -149,6 +149,33 @@ fn spawn_watchers(
         .collect()
 }
 
+/// How a controller reconciles one object of its kind: its writes and timers go into the pass.
+type Reconcile = fn(&mut Ctx, &serde_json::Value);
+
+/// Every controller of a pass, by the kind it reconciles, in the order a pass runs them (a
+/// Cluster's own controller, then its topology).
+const CONTROLLERS: &[(&str, &[Reconcile])] = &[
+    (
+        "Cluster",
+        &[
+            super::cluster::reconcile_cluster,
+            super::topology::reconcile,
+        ],
+    ),
+    ("DockerCluster", &[super::cluster::reconcile_docker_cluster]),
+    ("KubeadmControlPlane", &[super::control_plane::reconcile]),
+    ("MachineDeployment", &[super::workers::reconcile_deployment]),
+    ("MachineSet", &[super::workers::reconcile_set]),
+    ("MachinePool", &[super::workers::reconcile_pool]),
+    (
+        "DockerMachinePool",
+        &[super::workers::reconcile_docker_pool],
+    ),
+    ("Machine", &[super::machine::reconcile_machine]),
+    ("DockerMachine", &[super::machine::reconcile_docker_machine]),
+    ("MachineHealthCheck", &[super::health::reconcile]),
+];
+
 /// One pass of every controller over a snapshot: the writes and the next timer.
 pub fn reconcile_all(
     world: &World,
@@ -173,36 +200,12 @@ pub fn reconcile_all(
         writes: Vec::new(),
         wake: None,
     };
-    for object in world.all("Cluster") {
-        super::cluster::reconcile_cluster(&mut ctx, object);
-        super::topology::reconcile(&mut ctx, object);
-    }
-    for object in world.all("DockerCluster") {
-        super::cluster::reconcile_docker_cluster(&mut ctx, object);
-    }
-    for object in world.all("KubeadmControlPlane") {
-        super::control_plane::reconcile(&mut ctx, object);
-    }
-    for object in world.all("MachineDeployment") {
-        super::workers::reconcile_deployment(&mut ctx, object);
-    }
-    for object in world.all("MachineSet") {
-        super::workers::reconcile_set(&mut ctx, object);
-    }
-    for object in world.all("MachinePool") {
-        super::workers::reconcile_pool(&mut ctx, object);
-    }
-    for object in world.all("DockerMachinePool") {
-        super::workers::reconcile_docker_pool(&mut ctx, object);
-    }
-    for object in world.all("Machine") {
-        super::machine::reconcile_machine(&mut ctx, object);
-    }
-    for object in world.all("DockerMachine") {
-        super::machine::reconcile_docker_machine(&mut ctx, object);
-    }
-    for object in world.all("MachineHealthCheck") {
-        super::health::reconcile(&mut ctx, object);
+    for (kind, reconcilers) in CONTROLLERS {
+        for object in world.all(kind) {
+            for reconcile in *reconcilers {
+                reconcile(&mut ctx, object);
+            }
+        }
     }
     (ctx.writes, ctx.wake)
 }

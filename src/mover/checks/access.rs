@@ -65,7 +65,7 @@ pub(crate) async fn check_permissions(
             needed.insert((
                 true,
                 verb,
-                "coordination.k8s.io".into(),
+                crate::names::LEASE_GROUP.into(),
                 "leases".into(),
                 crate::names::LEASE_NAMESPACE.into(),
             ));

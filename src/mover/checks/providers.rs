@@ -22,7 +22,7 @@ async fn provider_inventory(
             in_source,
             verb: "list",
             group: crate::names::CLUSTERCTL_GROUP.into(),
-            resource: "providers".into(),
+            resource: crate::names::PROVIDER_PLURAL.into(),
             namespace: String::new(),
         })),
         Err(e) => Err(cluster.api_error(

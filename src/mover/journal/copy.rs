@@ -37,7 +37,7 @@ pub async fn namespace(cluster: &Cluster, moved: Option<&str>) -> Result<String>
 }
 
 fn name(key: &str, shard: usize) -> String {
-    format!("kubectl-capi-move-{key}-{shard}")
+    format!("{}{key}-{shard}", crate::names::JOURNAL_COPY_PREFIX)
 }
 
 /// The journal's pieces (see [`Journal::to_json_pieces`]) gathered into slices of at most

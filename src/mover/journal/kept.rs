@@ -23,7 +23,7 @@ pub struct Kept {
 
 impl Kept {
     pub fn name(&self) -> String {
-        format!("kubectl-capi-move-kubeconfig-{}", self.cluster)
+        format!("{}{}", crate::names::KEPT_KUBECONFIG_PREFIX, self.cluster)
     }
 
     /// The Cluster's own kubeconfig Secret, as Cluster API names it.
