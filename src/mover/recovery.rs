@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::kube::Cluster;
 use crate::kube::Stop;
 use crate::model::ClusterView;
-use crate::mover::addressing::{DEFAULT_CONCURRENCY, api, kind_key};
+use crate::mover::addressing::{DEFAULT_CONCURRENCY, api};
 use crate::mover::journal::{self, Entry, Journal, JournalFile, Stage, entry_resource};
 use crate::mover::progress::Progress;
 use crate::mover::report::Summary;
@@ -288,39 +288,12 @@ pub async fn finish_from_journal(replay: Replay<'_>) -> Result<Summary> {
     not_recorded
         .extend(crate::mover::write::record::remove_from_source(source, &journal.journal).await);
     journal.stage(Stage::Done).await?;
-    let mut created: BTreeMap<String, usize> = BTreeMap::new();
-    for entry in &journal.journal.entries {
-        *created
-            .entry(kind_key(&entry.object.kind, entry.object.group()))
-            .or_default() += 1;
-    }
-    Ok(Summary {
-        api_version: crate::names::OUTPUT_API_VERSION,
-        kind: "MoveSummary",
-        clusters: journal
-            .journal
-            .entries
-            .iter()
-            .filter(|e| e.object.is_core_cluster())
-            .map(|e| e.object.clone())
-            .collect(),
-        created,
-        deleted: journal.journal.entries.iter().filter(|e| e.deleted).count(),
+    Ok(Summary::of_journal(
+        &journal.journal,
         skipped,
-        kept_in_source: journal
-            .journal
-            .entries
-            .iter()
-            .filter(|e| e.kept_in_source)
-            .count(),
-        excluded: Vec::new(),
-        frozen_in_target: Vec::new(),
-        seconds: started.elapsed().as_secs_f64(),
-        phases: Default::default(),
         not_recorded,
-        moved: journal.journal.moved.clone(),
-        verification: None,
-    })
+        started.elapsed().as_secs_f64(),
+    ))
 }
 
 /// `--rollback`: before deletion started, removes from the target every object this move put

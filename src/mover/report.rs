@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::model::ObjectRef;
+use crate::mover::addressing::kind_key;
 use crate::mover::graph::plan::{Excluded, MovePlan, TreeNode};
 use crate::mover::journal::{Journal, Stage};
 use crate::mover::request::{MoveRequest, scope_flags};
@@ -43,6 +44,46 @@ pub struct Summary {
     /// What `--verify` found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<crate::verify::VerificationReport>,
+}
+
+impl Summary {
+    /// The summary of a move finished from its `journal` alone (an interrupted move that
+    /// already deleted from the source): what it records, with what its finish `skipped` and
+    /// could `not_recorded`, in `seconds`.
+    pub fn of_journal(
+        journal: &Journal,
+        skipped: Vec<Skipped>,
+        not_recorded: Vec<String>,
+        seconds: f64,
+    ) -> Summary {
+        let mut created: BTreeMap<String, usize> = BTreeMap::new();
+        for entry in &journal.entries {
+            *created
+                .entry(kind_key(&entry.object.kind, entry.object.group()))
+                .or_default() += 1;
+        }
+        Summary {
+            api_version: crate::names::OUTPUT_API_VERSION,
+            kind: "MoveSummary",
+            clusters: journal
+                .entries
+                .iter()
+                .filter(|e| e.object.is_core_cluster())
+                .map(|e| e.object.clone())
+                .collect(),
+            created,
+            deleted: journal.entries.iter().filter(|e| e.deleted).count(),
+            skipped,
+            kept_in_source: journal.entries.iter().filter(|e| e.kept_in_source).count(),
+            excluded: Vec::new(),
+            frozen_in_target: Vec::new(),
+            seconds,
+            phases: Default::default(),
+            not_recorded,
+            moved: journal.moved.clone(),
+            verification: None,
+        }
+    }
 }
 
 /// Seconds spent in each step of a move.

@@ -7,7 +7,7 @@ use crate::cli::DryRun;
 use crate::error::{Error, Result};
 use crate::kube::OnCtrlC;
 use crate::mover::checks::findings::ThisMove;
-use crate::mover::checks::findings::rendered;
+use crate::mover::checks::findings::{Refusal, rendered};
 use crate::mover::checks::preflight::preflight;
 use crate::mover::report::plan_report;
 use crate::mover::steps::context::{MoveContext, Step};
@@ -17,6 +17,7 @@ use crate::mover::write::namespaces::remove_namespaces;
 use crate::output::ExitStatus;
 
 /// What the preflight learnt that the move needs.
+#[derive(Default)]
 pub struct Checked {
     pub in_target: BTreeSet<String>,
     pub made_namespaces: Vec<crate::mover::write::namespaces::MadeNamespace>,
@@ -135,12 +136,6 @@ pub(in crate::mover) async fn check(
     planned: &Planned,
     history: &History,
 ) -> Result<Step<Checked>> {
-    let Planned {
-        types,
-        objects,
-        plan,
-        clusters,
-    } = planned;
     let dry_run = this.request.dry_run;
     // The preflight may make namespaces for its dry runs: from here Ctrl-C lets it finish
     // and then removes them, rather than ending with them left behind.
@@ -148,68 +143,13 @@ pub(in crate::mover) async fn check(
         this.stop.on_ctrl_c(OnCtrlC::StopAfterWritesInFlight);
     }
     let (failures, checked) = if dry_run == DryRun::Client {
-        (
-            Vec::new(),
-            Checked {
-                in_target: BTreeSet::new(),
-                made_namespaces: Vec::new(),
-                reused: BTreeSet::new(),
-                unchecked: Vec::new(),
-                removed_namespaces: Vec::new(),
-            },
-        )
+        (Vec::new(), Checked::default())
     } else {
-        let between = this.records.as_ref().map(|r| &r.identities);
-        let flags = this.request.source.as_flags();
-        let unfinished = unfinished_moves(
-            this,
-            &crate::mover::graph::object_graph::snapshot_of(objects),
-            &flags,
-        )
-        .await?;
-        let found = preflight(
-            plan,
-            types,
-            objects,
-            this.source(),
-            this.ends.target.as_ref(),
-            clusters,
-            &ThisMove {
-                earlier: history.unfinished.as_ref(),
-                server_dry_run: dry_run == DryRun::Server,
-                ..this_move(this, &flags, &unfinished, between)
-            },
-        )
-        .await?;
-        (
-            found.failures,
-            Checked {
-                in_target: found.in_target,
-                made_namespaces: found.made_namespaces,
-                reused: found.reused,
-                unchecked: found.unchecked,
-                removed_namespaces: found.removed_namespaces,
-            },
-        )
+        run_preflight(this, planned, history).await?
     };
     let failures = rendered(&failures);
-    let structured = this.request.structured();
     if !failures.is_empty() {
-        if structured {
-            this.printer
-                .report(&plan_report(plan, clusters, failures.clone()))?;
-        }
-        // Exactly what it wrote and undid: "nothing was written" only when nothing was.
-        let heading = match (this.request.freeze, checked.removed_namespaces.as_slice()) {
-            // Its freeze ran before these checks; the story releases what it froze.
-            (true, _) => "move refused by its preflight, nothing was moved:".to_string(),
-            (false, []) => "move refused by its preflight, nothing was written:".to_string(),
-            (false, made) => format!(
-                "move refused by its preflight; the namespace(s) {} its dry runs needed were created in the target and removed again, nothing else was written:",
-                made.join(", ")
-            ),
-        };
-        this.printer.refused(&heading, &failures);
+        refuse(this, planned, &checked, failures)?;
         return Ok(Step::Stop(ExitStatus::Failure));
     }
     if dry_run == DryRun::None {
@@ -228,9 +168,9 @@ pub(in crate::mover) async fn check(
     if let Some(target) = &this.ends.target {
         remove_namespaces(&target.cluster, &checked.made_namespaces).await;
     }
-    let report = plan_report(plan, clusters, Vec::new());
-    this.printer.report(&report)?;
-    if !structured && dry_run == DryRun::Server {
+    this.printer
+        .report(&plan_report(&planned.plan, &planned.clusters, Vec::new()))?;
+    if !this.request.structured() && dry_run == DryRun::Server {
         for note in &checked.unchecked {
             this.printer.info(note);
         }
@@ -238,4 +178,66 @@ pub(in crate::mover) async fn check(
             .info("preflight passed: the move can start now");
     }
     Ok(Step::Stop(ExitStatus::Success))
+}
+
+/// The whole preflight of `planned`: what refuses the move, and what the move needs to know.
+async fn run_preflight(
+    this: &MoveContext<'_>,
+    planned: &Planned,
+    history: &History,
+) -> Result<(Vec<Refusal>, Checked)> {
+    let between = this.records.as_ref().map(|r| &r.identities);
+    let flags = this.request.source.as_flags();
+    let snapshot = crate::mover::graph::object_graph::snapshot_of(&planned.objects);
+    let unfinished = unfinished_moves(this, &snapshot, &flags).await?;
+    let found = preflight(
+        &planned.plan,
+        &planned.types,
+        &planned.objects,
+        this.source(),
+        this.ends.target.as_ref(),
+        &planned.clusters,
+        &ThisMove {
+            earlier: history.unfinished.as_ref(),
+            server_dry_run: this.request.dry_run == DryRun::Server,
+            ..this_move(this, &flags, &unfinished, between)
+        },
+    )
+    .await?;
+    let checked = Checked {
+        in_target: found.in_target,
+        made_namespaces: found.made_namespaces,
+        reused: found.reused,
+        unchecked: found.unchecked,
+        removed_namespaces: found.removed_namespaces,
+    };
+    Ok((found.failures, checked))
+}
+
+/// Says why the preflight refused the move, and exactly what it wrote and undid: "nothing was
+/// written" only when nothing was.
+fn refuse(
+    this: &MoveContext<'_>,
+    planned: &Planned,
+    checked: &Checked,
+    failures: Vec<String>,
+) -> Result<()> {
+    if this.request.structured() {
+        this.printer.report(&plan_report(
+            &planned.plan,
+            &planned.clusters,
+            failures.clone(),
+        ))?;
+    }
+    let heading = match (this.request.freeze, checked.removed_namespaces.as_slice()) {
+        // Its freeze ran before these checks; the story releases what it froze.
+        (true, _) => "move refused by its preflight, nothing was moved:".to_string(),
+        (false, []) => "move refused by its preflight, nothing was written:".to_string(),
+        (false, made) => format!(
+            "move refused by its preflight; the namespace(s) {} its dry runs needed were created in the target and removed again, nothing else was written:",
+            made.join(", ")
+        ),
+    };
+    this.printer.refused(&heading, &failures);
+    Ok(())
 }

@@ -42,6 +42,24 @@ pub struct MoveContext<'a> {
     pub stop: Stop,
 }
 
+/// What names this move among others between the same two clusters (`None` without a target).
+fn move_id<'r>(
+    request: &'r MoveRequest,
+    ends: &'r Ends,
+    namespace: Option<&'r str>,
+) -> Option<MoveId<'r>> {
+    let (target, identities) = (ends.target.as_ref()?, ends.identities.as_ref()?);
+    Some(MoveId {
+        source: &ends.source.cluster.url,
+        source_uid: &identities.source,
+        target: &target.cluster.url,
+        target_uid: &identities.target,
+        namespace,
+        clusters: &request.clusters,
+        selector: request.scope.selector.as_deref(),
+    })
+}
+
 impl<'a> MoveContext<'a> {
     /// The move between `ends` that `request` asks for, and where its records live.
     pub async fn new(
@@ -57,17 +75,11 @@ impl<'a> MoveContext<'a> {
             let ns = source.namespace(request.scope.namespace.as_deref());
             (ListScope::Namespace(ns.clone()), Some(ns))
         };
-        let records = match (&ends.target, &ends.identities) {
-            (Some(target), Some(identities)) => {
-                let id = MoveId {
-                    source: &source.url,
-                    source_uid: &identities.source,
-                    target: &target.cluster.url,
-                    target_uid: &identities.target,
-                    namespace: namespace.as_deref(),
-                    clusters: &request.clusters,
-                    selector: request.scope.selector.as_deref(),
-                };
+        let records = match (
+            move_id(request, ends, namespace.as_deref()),
+            &ends.identities,
+        ) {
+            (Some(id), Some(identities)) => {
                 let path = match request.journal.clone() {
                     Some(path) => path,
                     None => {
@@ -131,6 +143,11 @@ impl<'a> MoveContext<'a> {
             namespace: self.namespace.clone()?,
             cluster: self.request.to_cluster.clone()?,
         })
+    }
+
+    /// What names this move among others between its two clusters (`None` without a target).
+    pub fn move_id(&self) -> Option<MoveId<'_>> {
+        move_id(self.request, self.ends, self.namespace.as_deref())
     }
 
     /// Where the journal is, as messages name it.

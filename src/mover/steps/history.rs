@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::mover::journal::{self, Journal, MoveId, Stage};
 use crate::mover::recovery::{self, Recorded, Records};
-use crate::mover::steps::context::{MoveContext, Step};
+use crate::mover::steps::context::{MoveContext, MoveRecords, Step};
 use crate::output::ExitStatus;
 
 /// What earlier runs of this move recorded, once reconciled.
@@ -16,53 +16,13 @@ pub struct History {
 
 /// What earlier runs of this move recorded, reconciled before anything acts on it.
 pub(in crate::mover) async fn history(this: &MoveContext<'_>) -> Result<Step<History>> {
-    let Some(records) = &this.records else {
+    let (Some(records), Some(id)) = (&this.records, this.move_id()) else {
         return Ok(Step::Go(History::default()));
     };
     if this.request.journal.is_none() {
         journal::prune_finished(&journal::default_dir()?);
     }
-    let set_aside = recovery::set_aside_foreign(&recovery::Elsewhere {
-        id: MoveId {
-            source: &this.source().url,
-            source_uid: &records.identities.source,
-            target: &this
-                .ends
-                .target
-                .as_ref()
-                .expect("records have a target")
-                .cluster
-                .url,
-            target_uid: &records.identities.target,
-            namespace: this.namespace.as_deref(),
-            clusters: &this.request.clusters,
-            selector: this.request.scope.selector.as_deref(),
-        },
-        path: &records.path,
-        chosen: this.request.journal.is_some(),
-        source: this.source(),
-        copy_namespace: &records.copy_namespace,
-    })
-    .await?;
-    if !set_aside.is_empty() {
-        if this.request.resume || this.request.rollback {
-            let verb = if this.request.rollback {
-                "rollback"
-            } else {
-                "resume"
-            };
-            return Err(Error::Refused(
-                set_aside
-                    .iter()
-                    .map(|note| format!("{verb} refused, nothing was written: {note}"))
-                    .collect(),
-            ));
-        }
-        this.printer.note(&format!(
-            "note: {}; the move starts afresh",
-            set_aside.join("; ")
-        ));
-    }
+    set_aside_others(this, records, id).await?;
     let recorded = recovery::recorded(
         &Records {
             path: &records.path,
@@ -73,6 +33,53 @@ pub(in crate::mover) async fn history(this: &MoveContext<'_>) -> Result<Step<His
         this.request.rollback,
     )
     .await?;
+    reconciled(this, records, recorded)
+}
+
+/// Journals of other moves where this one keeps its own are set aside, and said so; a resume or
+/// rollback of this move refuses instead, as what it would continue is not its own.
+async fn set_aside_others(
+    this: &MoveContext<'_>,
+    records: &MoveRecords,
+    id: MoveId<'_>,
+) -> Result<()> {
+    let set_aside = recovery::set_aside_foreign(&recovery::Elsewhere {
+        id,
+        path: &records.path,
+        chosen: this.request.journal.is_some(),
+        source: this.source(),
+        copy_namespace: &records.copy_namespace,
+    })
+    .await?;
+    if set_aside.is_empty() {
+        return Ok(());
+    }
+    if this.request.resume || this.request.rollback {
+        let verb = if this.request.rollback {
+            "rollback"
+        } else {
+            "resume"
+        };
+        return Err(Error::Refused(
+            set_aside
+                .iter()
+                .map(|note| format!("{verb} refused, nothing was written: {note}"))
+                .collect(),
+        ));
+    }
+    this.printer.note(&format!(
+        "note: {}; the move starts afresh",
+        set_aside.join("; ")
+    ));
+    Ok(())
+}
+
+/// What `recorded` means for this run: its history, or the end of the command.
+fn reconciled(
+    this: &MoveContext<'_>,
+    records: &MoveRecords,
+    recorded: Recorded,
+) -> Result<Step<History>> {
     let shown = records.path.display();
     Ok(Step::Go(match recorded {
         Recorded::Nothing => History::default(),

@@ -15,8 +15,8 @@ use crate::mover::steps::history::History;
 use crate::mover::steps::planning::Planned;
 use crate::mover::write::execute::{RunOptions, Source};
 
-/// The journal this run writes: the plan, carrying over what the first attempt learnt
-/// (what was in the target before, what it created or sent).
+/// The journal this run writes: the plan between its two ends, with what an earlier attempt and
+/// the preflight learnt ([`carry_over`]).
 fn new_journal(
     this: &MoveContext<'_>,
     (plan, types): (&MovePlan, &[MoveType]),
@@ -59,7 +59,14 @@ fn new_journal(
     );
     journal.selector = this.request.scope.selector.clone();
     journal.moved = moved;
-    let earlier = history.unfinished.as_ref();
+    carry_over(&mut journal, history.unfinished.as_ref(), checked);
+    journal
+}
+
+/// What `journal` carries over from the `earlier` attempt of this move (what it paused,
+/// created and sent, and its mark), and what the preflight found (`checked`): what was in the
+/// target before, what is reused, the namespaces its checks made.
+fn carry_over(journal: &mut Journal, earlier: Option<&Journal>, checked: &Checked) {
     if let Some(earlier) = earlier {
         journal.made_namespaces = earlier.made_namespaces.clone();
         // What the first attempt paused reads as paused before this one: it was this move.
@@ -92,6 +99,16 @@ fn new_journal(
         }
     }
     journal
+        .made_namespaces
+        .extend(
+            checked
+                .made_namespaces
+                .iter()
+                .map(|m| journal::MadeNamespaceRecord {
+                    name: m.name.clone(),
+                    uid: m.uid.clone(),
+                }),
+        );
 }
 
 /// Runs the checked move under its journal; Ctrl-C stops it at the next safe point.
@@ -116,18 +133,7 @@ pub(in crate::mover) async fn execute(
     // before the journal is made, so that the two are never held at once.
     drop(objects);
     plan.release_objects();
-    let mut journal = new_journal(this, (&plan, &types), moved, &checked, &history, records);
-    journal
-        .made_namespaces
-        .extend(
-            checked
-                .made_namespaces
-                .iter()
-                .map(|m| journal::MadeNamespaceRecord {
-                    name: m.name.clone(),
-                    uid: m.uid.clone(),
-                }),
-        );
+    let journal = new_journal(this, (&plan, &types), moved, &checked, &history, records);
     // A reused copy's original stays in the source, as a global object's does.
     plan.kept_in_source.extend(checked.reused.iter().cloned());
     let from = Source {
@@ -145,13 +151,7 @@ pub(in crate::mover) async fn execute(
     };
     // From here Ctrl-C lets the writes in flight finish and be journalled.
     this.stop.on_ctrl_c(OnCtrlC::StopAfterWritesInFlight);
-    // A resume must reach a `--to-cluster` target after the move deleted its Secret here.
-    if let (Some(kept), Some(inline)) = (
-        this.kept_kubeconfig(),
-        this.request.target.as_ref().and_then(|t| t.inline.as_ref()),
-    ) {
-        kept.keep(this.source(), &inline.raw).await?;
-    }
+    keep_the_targets_kubeconfig(this).await?;
     let mut file = this.journal_file(records, journal);
     let preflight = this.request.started.elapsed().as_secs_f64();
     let outcome = crate::mover::write::execute::run(
@@ -178,6 +178,18 @@ pub(in crate::mover) async fn execute(
             Err(e)
         }
     }
+}
+
+/// A resume must reach a `--to-cluster` target after the move deleted its Secret here: its
+/// kubeconfig is kept in the source while the move runs.
+async fn keep_the_targets_kubeconfig(this: &MoveContext<'_>) -> Result<()> {
+    if let (Some(kept), Some(inline)) = (
+        this.kept_kubeconfig(),
+        this.request.target.as_ref().and_then(|t| t.inline.as_ref()),
+    ) {
+        kept.keep(this.source(), &inline.raw).await?;
+    }
+    Ok(())
 }
 
 /// What to tell a user whose move stopped: where its journal is and the command to continue.

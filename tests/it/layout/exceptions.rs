@@ -231,28 +231,8 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
     ),
     (
         "src/mover/recovery.rs",
-        Rule::Lines(588),
+        Rule::Lines(561),
         "which record to trust, set-aside journals, finish and rollback from a journal; not split yet",
-    ),
-    (
-        "src/mover/recovery.rs::finish_from_journal",
-        Rule::Lines(82),
-        "not split yet",
-    ),
-    (
-        "src/mover/steps/checking.rs::check",
-        Rule::Lines(109),
-        "not split yet",
-    ),
-    (
-        "src/mover/steps/history.rs::history",
-        Rule::Lines(102),
-        "not split yet",
-    ),
-    (
-        "src/mover/steps/writing.rs::execute",
-        Rule::Lines(84),
-        "not split yet",
     ),
     (
         "src/mover/write/create.rs",
