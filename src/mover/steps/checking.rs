@@ -52,24 +52,6 @@ async fn unfinished_moves(
     Ok(found)
 }
 
-/// What the preflight knows of this move beyond its plan, as every check of it starts.
-fn this_move<'b>(
-    this: &'b MoveContext<'_>,
-    flags: &'b str,
-    unfinished: &'b [crate::ready::evaluate::UnfinishedMove],
-    between: Option<&'b crate::verify::Between>,
-) -> ThisMove<'b> {
-    ThisMove {
-        overwrite_existing: this.request.overwrite_existing,
-        journal_namespace: this.records.as_ref().map(|r| r.copy_namespace.as_str()),
-        flags,
-        concurrency: this.request.concurrency,
-        unfinished,
-        earlier_copies: between.map(|b| (this.source(), b)),
-        ..ThisMove::default()
-    }
-}
-
 /// `--freeze`/`--wait-ready`: the checks that need no freeze, before freezing (read-only).
 /// `Some(status)` ends the command there: refused, or nothing to move.
 pub(in crate::mover) async fn check_before_freezing(
@@ -103,23 +85,8 @@ pub(in crate::mover) async fn check_before_freezing(
             return Ok(Some(ExitStatus::Failure));
         }
     }
-    let between = this.records.as_ref().map(|r| &r.identities);
-    let flags = this.request.source.as_flags();
-    let unfinished = unfinished_moves(this, &snapshot, &flags).await?;
-    let found = preflight(
-        &planned.plan,
-        &planned.types,
-        &planned.objects,
-        this.source(),
-        this.ends.target.as_ref(),
-        &planned.clusters,
-        &ThisMove {
-            before_freeze: true,
-            ..this_move(this, &flags, &unfinished, between)
-        },
-    )
-    .await?;
-    let failures = rendered(&found.failures);
+    let (failures, _) = run_preflight(this, &planned, history, (&snapshot, true)).await?;
+    let failures = rendered(&failures);
     if failures.is_empty() {
         return Ok(None);
     }
@@ -145,7 +112,8 @@ pub(in crate::mover) async fn check(
     let (failures, checked) = if dry_run == DryRun::Client {
         (Vec::new(), Checked::default())
     } else {
-        run_preflight(this, planned, history).await?
+        let snapshot = crate::mover::graph::object_graph::snapshot_of(&planned.objects);
+        run_preflight(this, planned, history, (&snapshot, false)).await?
     };
     let failures = rendered(&failures);
     if !failures.is_empty() {
@@ -180,16 +148,16 @@ pub(in crate::mover) async fn check(
     Ok(Step::Stop(ExitStatus::Success))
 }
 
-/// The whole preflight of `planned`: what refuses the move, and what the move needs to know.
+/// The whole preflight of `planned` (`snapshot`: its objects), or with `before_freeze` the
+/// checks a freeze does not change: what refuses the move, and what the move needs to know.
 async fn run_preflight(
     this: &MoveContext<'_>,
     planned: &Planned,
     history: &History,
+    (snapshot, before_freeze): (&crate::snapshot::Snapshot, bool),
 ) -> Result<(Vec<Refusal>, Checked)> {
-    let between = this.records.as_ref().map(|r| &r.identities);
     let flags = this.request.source.as_flags();
-    let snapshot = crate::mover::graph::object_graph::snapshot_of(&planned.objects);
-    let unfinished = unfinished_moves(this, &snapshot, &flags).await?;
+    let unfinished = unfinished_moves(this, snapshot, &flags).await?;
     let found = preflight(
         &planned.plan,
         &planned.types,
@@ -198,9 +166,18 @@ async fn run_preflight(
         this.ends.target.as_ref(),
         &planned.clusters,
         &ThisMove {
+            overwrite_existing: this.request.overwrite_existing,
+            journal_namespace: this.records.as_ref().map(|r| r.copy_namespace.as_str()),
+            flags: &flags,
+            concurrency: this.request.concurrency,
+            unfinished: &unfinished,
+            earlier_copies: this
+                .records
+                .as_ref()
+                .map(|r| (this.source(), &r.identities)),
             earlier: history.unfinished.as_ref(),
             server_dry_run: this.request.dry_run == DryRun::Server,
-            ..this_move(this, &flags, &unfinished, between)
+            before_freeze,
         },
     )
     .await?;
