@@ -132,80 +132,18 @@ fn parse_selector(selector: &str) -> Result<(), String> {
         return Err("it is empty; pass a selector such as env=prod".into());
     }
     let mut at = 0;
-    let word = |at: usize| match tokens.get(at) {
-        Some(Token::Word(w)) => Some(*w),
-        _ => None,
-    };
-    let op = |at: usize| match tokens.get(at) {
-        Some(Token::Op(o)) => Some(*o),
-        _ => None,
-    };
     loop {
         // One requirement.
-        let negated = op(at) == Some("!");
+        let negated = op(&tokens, at) == Some("!");
         if negated {
             at += 1;
         }
-        let key =
-            word(at).ok_or_else(|| "a requirement must start with a label key".to_string())?;
+        let key = word(&tokens, at)
+            .ok_or_else(|| "a requirement must start with a label key".to_string())?;
         label_key(key)?;
         at += 1;
         if !negated {
-            match (op(at), word(at)) {
-                (Some("=" | "==" | "!="), _) => {
-                    at += 1;
-                    // Without a word after it, `key=` selects the empty value.
-                    if let Some(value) = word(at) {
-                        label_value(value)?;
-                        at += 1;
-                    }
-                }
-                (Some(">" | "<"), _) => {
-                    at += 1;
-                    let value =
-                        word(at).ok_or_else(|| format!("\"{key}\" > and < need a whole number"))?;
-                    if value.parse::<i64>().is_err() {
-                        return Err(format!("\"{value}\" after > or < must be a whole number"));
-                    }
-                    at += 1;
-                }
-                (_, Some("in" | "notin")) => {
-                    at += 1;
-                    if op(at) != Some("(") {
-                        return Err(format!(
-                            "\"{key}\" in and notin need a list in parentheses, e.g. {key} in (a,b)"
-                        ));
-                    }
-                    at += 1;
-                    loop {
-                        match (word(at), op(at)) {
-                            (Some(value), _) => {
-                                label_value(value)?;
-                                at += 1;
-                            }
-                            (None, Some(",") | Some(")")) => {}
-                            _ => {
-                                return Err(format!(
-                                    "the list after \"{key}\" is not closed with ')'"
-                                ));
-                            }
-                        }
-                        match op(at) {
-                            Some(",") => at += 1,
-                            Some(")") => {
-                                at += 1;
-                                break;
-                            }
-                            _ => {
-                                return Err(format!(
-                                    "the list after \"{key}\" is not closed with ')'"
-                                ));
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
+            at = after_key(&tokens, at, key)?;
         }
         match tokens.get(at) {
             None => return Ok(()),
@@ -219,6 +157,77 @@ fn parse_selector(selector: &str) -> Result<(), String> {
                     "unexpected \"{shown}\" after \"{key}\"; requirements are joined by commas (a=b,c!=d)"
                 ));
             }
+        }
+    }
+}
+
+/// The word at `at`, if a word is there.
+fn word<'t>(tokens: &[Token<'t>], at: usize) -> Option<&'t str> {
+    match tokens.get(at) {
+        Some(Token::Word(w)) => Some(*w),
+        _ => None,
+    }
+}
+
+/// The operator at `at`, if one is there.
+fn op<'t>(tokens: &[Token<'t>], at: usize) -> Option<&'t str> {
+    match tokens.get(at) {
+        Some(Token::Op(o)) => Some(*o),
+        _ => None,
+    }
+}
+
+/// What may follow label `key` at `at` (an operator and its value or list, or nothing): where
+/// the requirement ends.
+fn after_key(tokens: &[Token<'_>], mut at: usize, key: &str) -> Result<usize, String> {
+    match (op(tokens, at), word(tokens, at)) {
+        (Some("=" | "==" | "!="), _) => {
+            at += 1;
+            // Without a word after it, `key=` selects the empty value.
+            if let Some(value) = word(tokens, at) {
+                label_value(value)?;
+                at += 1;
+            }
+        }
+        (Some(">" | "<"), _) => {
+            at += 1;
+            let value =
+                word(tokens, at).ok_or_else(|| format!("\"{key}\" > and < need a whole number"))?;
+            if value.parse::<i64>().is_err() {
+                return Err(format!("\"{value}\" after > or < must be a whole number"));
+            }
+            at += 1;
+        }
+        (_, Some("in" | "notin")) => {
+            at += 1;
+            if op(tokens, at) != Some("(") {
+                return Err(format!(
+                    "\"{key}\" in and notin need a list in parentheses, e.g. {key} in (a,b)"
+                ));
+            }
+            at = value_list(tokens, at + 1, key)?;
+        }
+        _ => {}
+    }
+    Ok(at)
+}
+
+/// The values of an `in`/`notin` list from `at` (after its `(`) to its `)`: where it ends.
+fn value_list(tokens: &[Token<'_>], mut at: usize, key: &str) -> Result<usize, String> {
+    let unclosed = || format!("the list after \"{key}\" is not closed with ')'");
+    loop {
+        match (word(tokens, at), op(tokens, at)) {
+            (Some(value), _) => {
+                label_value(value)?;
+                at += 1;
+            }
+            (None, Some(",") | Some(")")) => {}
+            _ => return Err(unclosed()),
+        }
+        match op(tokens, at) {
+            Some(",") => at += 1,
+            Some(")") => return Ok(at + 1),
+            _ => return Err(unclosed()),
         }
     }
 }

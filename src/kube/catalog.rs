@@ -146,34 +146,7 @@ impl Catalog {
     /// Aggregated discovery (falling back to legacy discovery) of the Cluster API groups, plus
     /// one LIST of CRDs for storage versions and contract labels when permitted.
     pub async fn discover(cluster: &Cluster) -> Result<Catalog> {
-        let discovery = match Discovery::new(cluster.client.clone())
-            .filter(CAPI_GROUPS)
-            .run_aggregated()
-            .await
-        {
-            Ok(d) => d,
-            // No answer at all: asking again another way would only wait again.
-            Err(e) if transient(&e) => {
-                return Err(cluster.api_error(e, "discovering the Cluster API kinds"));
-            }
-            // An older server without aggregated discovery, or not a Kubernetes server.
-            Err(_) => Discovery::new(cluster.client.clone())
-                .filter(CAPI_GROUPS)
-                .run()
-                .await
-                .map_err(|e| match e {
-                    // kube-apiserver serves `/api` and `/apis` to anyone allowed to connect.
-                    kube::Error::Api(status)
-                        if status.code == 404 && status.reason != crate::error::NOT_A_STATUS =>
-                    {
-                        Error::NotKubernetes {
-                            server: cluster.server(),
-                            answer: "404 Not Found to discovery".into(),
-                        }
-                    }
-                    other => cluster.api_error(other, "discovering the Cluster API kinds"),
-                })?,
-        };
+        let discovery = discover_groups(cluster).await?;
         let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
         let (crd_list, crds_unread) = match crds.list(&ListParams::default()).await {
             Ok(list) => (
@@ -185,47 +158,7 @@ impl Catalog {
             }
             Err(e) => return Err(cluster.api_error(e, "reading CustomResourceDefinitions")),
         };
-        let mut served: BTreeMap<(String, String), Vec<(ApiResource, ApiCapabilities)>> =
-            BTreeMap::new();
-        for group in discovery.groups() {
-            for version in group.versions() {
-                for (resource, caps) in group.versioned_resources(version) {
-                    served
-                        .entry((resource.group.clone(), resource.kind.clone()))
-                        .or_default()
-                        .push((resource, caps));
-                }
-            }
-        }
-        let mut kinds = BTreeMap::new();
-        for ((group, kind), entries) in served {
-            let crd = crd_list.iter().find(|c| c.group == group && c.kind == kind);
-            let storage = crd.and_then(|c| c.storage.as_ref().map(|(name, _)| name.clone()));
-            let mut versions: Vec<String> =
-                entries.iter().map(|(r, _)| r.version.clone()).collect();
-            versions.sort_by_key(|v| priority(v));
-            let Some(chosen) = choose_version(&versions, storage.as_deref()) else {
-                continue;
-            };
-            let Some((resource, caps)) = entries.into_iter().find(|(r, _)| r.version == chosen)
-            else {
-                continue;
-            };
-            kinds.insert(
-                (group, kind),
-                KindInfo {
-                    namespaced: caps.scope == Scope::Namespaced,
-                    status_subresource: caps
-                        .subresources
-                        .iter()
-                        .any(|(r, _)| r.plural.ends_with("status")),
-                    resource,
-                    served_versions: versions,
-                    storage_version: storage,
-                    labels: crd.map(|c| c.labels.clone()).unwrap_or_default(),
-                },
-            );
-        }
+        let kinds = kinds_served(&discovery, &crd_list);
         if !kinds.keys().any(|(g, _)| g == CORE_GROUP) {
             return Err(Error::CapiNotInstalled {
                 server: cluster.server(),
@@ -295,6 +228,85 @@ impl Catalog {
         }
         Some(info.resource.clone())
     }
+}
+
+/// The Cluster API groups a server serves: aggregated discovery, or legacy discovery on an older
+/// server; a server that answers neither as Kubernetes does is named as such.
+async fn discover_groups(cluster: &Cluster) -> Result<Discovery> {
+    let aggregated = Discovery::new(cluster.client.clone())
+        .filter(CAPI_GROUPS)
+        .run_aggregated()
+        .await;
+    match aggregated {
+        Ok(discovery) => Ok(discovery),
+        // No answer at all: asking again another way would only wait again.
+        Err(e) if transient(&e) => Err(cluster.api_error(e, "discovering the Cluster API kinds")),
+        // An older server without aggregated discovery, or not a Kubernetes server.
+        Err(_) => Discovery::new(cluster.client.clone())
+            .filter(CAPI_GROUPS)
+            .run()
+            .await
+            .map_err(|e| match e {
+                // kube-apiserver serves `/api` and `/apis` to anyone allowed to connect.
+                kube::Error::Api(status)
+                    if status.code == 404 && status.reason != crate::error::NOT_A_STATUS =>
+                {
+                    Error::NotKubernetes {
+                        server: cluster.server(),
+                        answer: "404 Not Found to discovery".into(),
+                    }
+                }
+                other => cluster.api_error(other, "discovering the Cluster API kinds"),
+            }),
+    }
+}
+
+/// Each kind served, at the version a move reads and writes it in (the CRD's storage version
+/// when served, else the preferred one), with what it is.
+fn kinds_served(
+    discovery: &Discovery,
+    crd_list: &[CrdShape],
+) -> BTreeMap<(String, String), KindInfo> {
+    let mut served: BTreeMap<(String, String), Vec<(ApiResource, ApiCapabilities)>> =
+        BTreeMap::new();
+    for group in discovery.groups() {
+        for version in group.versions() {
+            for (resource, caps) in group.versioned_resources(version) {
+                served
+                    .entry((resource.group.clone(), resource.kind.clone()))
+                    .or_default()
+                    .push((resource, caps));
+            }
+        }
+    }
+    let mut kinds = BTreeMap::new();
+    for ((group, kind), entries) in served {
+        let crd = crd_list.iter().find(|c| c.group == group && c.kind == kind);
+        let storage = crd.and_then(|c| c.storage.as_ref().map(|(name, _)| name.clone()));
+        let mut versions: Vec<String> = entries.iter().map(|(r, _)| r.version.clone()).collect();
+        versions.sort_by_key(|v| priority(v));
+        let Some(chosen) = choose_version(&versions, storage.as_deref()) else {
+            continue;
+        };
+        let Some((resource, caps)) = entries.into_iter().find(|(r, _)| r.version == chosen) else {
+            continue;
+        };
+        kinds.insert(
+            (group, kind),
+            KindInfo {
+                namespaced: caps.scope == Scope::Namespaced,
+                status_subresource: caps
+                    .subresources
+                    .iter()
+                    .any(|(r, _)| r.plural.ends_with("status")),
+                resource,
+                served_versions: versions,
+                storage_version: storage,
+                labels: crd.map(|c| c.labels.clone()).unwrap_or_default(),
+            },
+        );
+    }
+    kinds
 }
 
 #[cfg(test)]

@@ -46,7 +46,44 @@ pub(crate) async fn check_permissions(
     this_move: &ThisMove<'_>,
 ) -> Result<Vec<Refusal>> {
     let mut failures = Vec::new();
-    let mut needed: BTreeSet<(bool, &'static str, String, String, String)> = BTreeSet::new();
+    let needed = permissions_needed(plan, types, this_move);
+    // --concurrency reviews at a time; answers in a stable order for the report.
+    let answers: Vec<_> = stream::iter(needed.into_iter().map(
+        |(in_source, verb, group, resource, ns)| async move {
+            let cluster = if in_source { source } else { target };
+            let allowed = access_review(cluster, verb, &group, &resource, &ns).await;
+            (in_source, verb, group, resource, ns, allowed)
+        },
+    ))
+    .buffered(this_move.concurrency.max(1))
+    .collect()
+    .await;
+    for (in_source, verb, group, resource, ns, allowed) in answers {
+        if !allowed? {
+            failures.push(Refusal::Permission {
+                in_source,
+                verb,
+                group,
+                resource,
+                namespace: ns,
+            });
+        }
+    }
+    Ok(failures)
+}
+/// One permission a move needs: in the source (else the target), the verb, the API group, the
+/// resource and the namespace (empty: cluster-wide).
+type Permission = (bool, &'static str, String, String, String);
+
+/// Every permission the move of `plan` needs, in either cluster: its journal's copy and lease in
+/// the source, then per kind and namespace moved, reading and removing it in the source and
+/// creating it in the target.
+fn permissions_needed(
+    plan: &MovePlan,
+    types: &[MoveType],
+    this_move: &ThisMove<'_>,
+) -> BTreeSet<Permission> {
+    let mut needed: BTreeSet<Permission> = BTreeSet::new();
     // The journal's copy: written at every step, read to resume, removed at the end.
     if let Some(namespace) = this_move.journal_namespace {
         for verb in ["get", "list", "create", "patch", "delete"] {
@@ -110,27 +147,5 @@ pub(crate) async fn check_permissions(
             ));
         }
     }
-    // --concurrency reviews at a time; answers in a stable order for the report.
-    let answers: Vec<_> = stream::iter(needed.into_iter().map(
-        |(in_source, verb, group, resource, ns)| async move {
-            let cluster = if in_source { source } else { target };
-            let allowed = access_review(cluster, verb, &group, &resource, &ns).await;
-            (in_source, verb, group, resource, ns, allowed)
-        },
-    ))
-    .buffered(this_move.concurrency.max(1))
-    .collect()
-    .await;
-    for (in_source, verb, group, resource, ns, allowed) in answers {
-        if !allowed? {
-            failures.push(Refusal::Permission {
-                in_source,
-                verb,
-                group,
-                resource,
-                namespace: ns,
-            });
-        }
-    }
-    Ok(failures)
+    needed
 }

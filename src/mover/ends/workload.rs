@@ -70,27 +70,10 @@ pub async fn target_of(
             };
             return through_kept(value);
         }
-        Some(found) => {
-            let cluster = ClusterView::read(&found);
-            if !cluster.infrastructure_provisioned || !cluster.control_plane_initialized {
-                return Err(Error::Refused(vec![format!(
-                    "--to-cluster {name}: Cluster {namespace}/{name} is not provisioned yet, so it cannot take the move; wait for it with `kubectl capi ready {} -n {}{flags} --wait`",
-                    shell_word(name),
-                    shell_word(&namespace)
-                )]));
-            }
-        }
+        Some(found) => refuse_unprovisioned(&found, (&namespace, name), &flags)?,
     }
     let secret_name = kept.own_secret();
-    let secret = Api::<Secret>::namespaced(source.client.clone(), &namespace)
-        .get_opt(&secret_name)
-        .await
-        .map_err(|e| source.api_error(e, &format!("reading Secret {namespace}/{secret_name}")))?;
-    let value = secret
-        .and_then(|s| s.data)
-        .and_then(|mut data| data.remove("value"))
-        .map(|value| value.0);
-    match value {
+    match own_kubeconfig(source, &namespace, &secret_name).await? {
         Some(value) => {
             let origin = format!("the kubeconfig in Secret {namespace}/{secret_name} of the source");
             connection_for((connection, source), value, origin, (&secret_name, &namespace))
@@ -102,6 +85,40 @@ pub async fn target_of(
             )])
         })?),
     }
+}
+
+/// The value of Secret `namespace/secret_name` in `source`: the workload cluster's kubeconfig
+/// as Cluster API writes it; `None` when the Secret or its value is missing.
+async fn own_kubeconfig(
+    source: &Cluster,
+    namespace: &str,
+    secret_name: &str,
+) -> Result<Option<Vec<u8>>> {
+    let secret = Api::<Secret>::namespaced(source.client.clone(), namespace)
+        .get_opt(secret_name)
+        .await
+        .map_err(|e| source.api_error(e, &format!("reading Secret {namespace}/{secret_name}")))?;
+    Ok(secret
+        .and_then(|s| s.data)
+        .and_then(|mut data| data.remove("value"))
+        .map(|value| value.0))
+}
+
+/// A Cluster not provisioned yet cannot take the move: refused, with the wait that helps.
+fn refuse_unprovisioned(
+    found: &DynamicObject,
+    (namespace, name): (&str, &str),
+    flags: &str,
+) -> Result<()> {
+    let cluster = ClusterView::read(found);
+    if cluster.infrastructure_provisioned && cluster.control_plane_initialized {
+        return Ok(());
+    }
+    Err(Error::Refused(vec![format!(
+        "--to-cluster {name}: Cluster {namespace}/{name} is not provisioned yet, so it cannot take the move; wait for it with `kubectl capi ready {} -n {}{flags} --wait`",
+        shell_word(name),
+        shell_word(namespace)
+    )]))
 }
 
 /// A Cluster that is not in the source because a move recorded here moved it into itself, and

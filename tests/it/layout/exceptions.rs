@@ -184,11 +184,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
     ),
     ("src/error.rs::from_kube", Rule::Lines(98), "not split yet"),
     (
-        "src/kube/catalog.rs::discover",
-        Rule::Lines(93),
-        "not split yet",
-    ),
-    (
         "src/kube/connect.rs::connect",
         Rule::Lines(117),
         "not split yet",
@@ -199,16 +194,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "taking, proving and renewing the lease; not split yet",
     ),
     ("src/kube/retry.rs::send", Rule::Lines(117), "not split yet"),
-    (
-        "src/mover/checks/access.rs::check_permissions",
-        Rule::Lines(96),
-        "not split yet",
-    ),
-    (
-        "src/mover/ends/workload.rs::target_of",
-        Rule::Lines(87),
-        "not split yet",
-    ),
     (
         "src/mover/graph/scenarios.rs",
         Rule::Lines(598),
@@ -262,11 +247,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
     (
         "src/snapshot/watch.rs::until",
         Rule::Lines(105),
-        "not split yet",
-    ),
-    (
-        "src/validate.rs::parse_selector",
-        Rule::Lines(96),
         "not split yet",
     ),
     (
