@@ -21,7 +21,7 @@ use Pasted::{By, NotAHint};
 /// it is checked).
 const HINTS: &[(&str, &str, Pasted)] = &[
     (
-        "error.rs",
+        "error/message.rs",
         "kubectl config get-contexts{list_flags}",
         By(
             "cli.rs",
@@ -29,7 +29,7 @@ const HINTS: &[(&str, &str, Pasted)] = &[
         ),
     ),
     (
-        "error.rs",
+        "error/message.rs",
         "kubectl get {} -A{flags}",
         By("ready.rs", "selection_errors_and_label_selector"),
     ),

@@ -178,12 +178,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "every flag of every subcommand with its help text (clap derive); not split yet",
     ),
     (
-        "src/error.rs",
-        Rule::Lines(544),
-        "every error the plugin names and how each kube error maps to one; not split yet",
-    ),
-    ("src/error.rs::from_kube", Rule::Lines(98), "not split yet"),
-    (
         "src/kube/connect.rs::connect",
         Rule::Lines(117),
         "not split yet",
