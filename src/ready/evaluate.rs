@@ -6,13 +6,12 @@ use std::collections::BTreeSet;
 use kube::api::DynamicObject;
 
 use super::next_steps::NextSteps;
+use super::scaling::{frozen_state, scaling};
+use super::scope::{Checks, ClusterScope};
 use crate::model::{
-    ClusterClassView, ClusterView, HealthCheckView, MachineView, ObjectRef, ScalerKind, ScalerView,
-    has_annotation, kinds,
+    ClusterClassView, ClusterView, HealthCheckView, MachineView, ObjectRef, has_annotation, kinds,
 };
-use crate::names::{
-    BLOCK_MOVE_ANNOTATION, CORE_GROUP, FROZEN_BY_ANNOTATION, PAUSED_ANNOTATION, clusterctl,
-};
+use crate::names::{BLOCK_MOVE_ANNOTATION, CORE_GROUP, PAUSED_ANNOTATION, clusterctl};
 use crate::settings::shell_word;
 use crate::snapshot::Snapshot;
 
@@ -20,111 +19,6 @@ pub use super::report::{
     Check, CheckId, CheckStatus, ClusterReport, Frozen, MachineCount, Options, Report,
     UnfinishedMove,
 };
-
-fn scaler_kind(object: &DynamicObject) -> Option<ScalerKind> {
-    let types = object.types.as_ref()?;
-    let group = crate::names::group_of(&types.api_version);
-    kinds::scaler(group, &types.kind)
-}
-
-/// Frozen = carries the paused annotation and acknowledged it (or reports no Paused condition).
-pub fn frozen_state(object: &DynamicObject, paused_condition: Option<bool>) -> Option<Frozen> {
-    if !crate::model::object::is_paused_by_annotation(object) {
-        return None;
-    }
-    Some(Frozen {
-        object: ObjectRef::of(object),
-        acknowledged: paused_condition,
-        by_kubectl_capi: has_annotation(object, FROZEN_BY_ANNOTATION),
-    })
-}
-
-struct ClusterScope<'a> {
-    snapshot: &'a Snapshot,
-    namespace: &'a str,
-    cluster: &'a ClusterView,
-    cluster_object: &'a DynamicObject,
-}
-
-impl<'a> ClusterScope<'a> {
-    /// Objects of a kind that belong to this Cluster.
-    fn of(&self, group: &str, kind: &str) -> Vec<&'a DynamicObject> {
-        self.snapshot
-            .of_cluster(group, kind, self.namespace, &self.cluster.reference.name)
-            .map(|o| o.as_ref())
-            .collect()
-    }
-
-    /// The control plane object, by `spec.controlPlaneRef`.
-    fn control_plane(&self) -> Option<&'a DynamicObject> {
-        let reference = self.cluster.control_plane_ref.as_ref()?;
-        self.snapshot
-            .named(
-                (&reference.api_group, &reference.kind),
-                self.namespace,
-                &reference.name,
-            )
-            .map(|o| o.as_ref())
-    }
-
-    /// Every object of the cluster the snapshot holds (for block-move and dangling owners).
-    fn all_objects(&self) -> Vec<&'a DynamicObject> {
-        let mut out: Vec<&DynamicObject> = vec![self.cluster_object];
-        for (group, kind) in self.snapshot.kinds() {
-            if crate::names::is_core_cluster(group, kind) {
-                continue;
-            }
-            out.extend(self.of(group, kind));
-        }
-        if let Some(cp) = self.control_plane()
-            && !out.iter().any(|o| o.metadata.uid == cp.metadata.uid)
-        {
-            out.push(cp);
-        }
-        if let Some(infra) = self.cluster.infrastructure_ref.as_ref() {
-            let named =
-                self.snapshot
-                    .named((&infra.api_group, &infra.kind), self.namespace, &infra.name);
-            if let Some(object) = named
-                && !out.iter().any(|o| o.metadata.uid == object.metadata.uid)
-            {
-                out.push(object);
-            }
-        }
-        // And whatever they own, as the move's graph finds it (a Secret without the cluster-name
-        // label is moved with the Cluster that owns it, so its owners are checked too).
-        // Round by round through the snapshot's owner index (never a scan of every object per
-        // Cluster), each round in the snapshot's order.
-        let mut uids: std::collections::HashSet<String> =
-            out.iter().filter_map(|o| o.metadata.uid.clone()).collect();
-        let mut round: Vec<String> = uids.iter().cloned().collect();
-        loop {
-            let mut owned: Vec<&'a crate::snapshot::index::Owned> = round
-                .iter()
-                .flat_map(|uid| self.snapshot.owned_by(uid))
-                .filter(|o| o.object.metadata.namespace.as_deref() == Some(self.namespace))
-                .filter(|o| {
-                    o.object
-                        .metadata
-                        .uid
-                        .as_ref()
-                        .is_some_and(|u| !uids.contains(u))
-                })
-                .collect();
-            owned.sort_by(|a, b| (&a.kind, a.sequence).cmp(&(&b.kind, b.sequence)));
-            owned.dedup_by(|a, b| std::sync::Arc::ptr_eq(&a.object, &b.object));
-            if owned.is_empty() {
-                return out;
-            }
-            round = owned
-                .iter()
-                .filter_map(|o| o.object.metadata.uid.clone())
-                .collect();
-            uids.extend(round.iter().cloned());
-            out.extend(owned.iter().map(|o| o.object.as_ref()));
-        }
-    }
-}
 
 pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Report {
     let mut clusters: Vec<&DynamicObject> =
@@ -151,31 +45,6 @@ pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Report {
             && (options.clusters.is_empty() || !reports.is_empty()),
         clusters: reports,
     }
-}
-
-/// The checks of one Cluster, as they are found.
-struct Checks {
-    list: Vec<Check>,
-    /// The next steps the checks suggest, for this Cluster.
-    next: NextSteps,
-}
-
-impl Checks {
-    fn push(&mut self, check: CheckId, status: CheckStatus, object: &ObjectRef, message: String) {
-        self.list.push(Check {
-            check,
-            status,
-            object: object.clone(),
-            message,
-        });
-    }
-}
-
-/// What the scaling checks count for the report.
-struct Scaling {
-    frozen: Vec<Frozen>,
-    control_plane: Option<(usize, i64)>,
-    workers: (usize, i64),
 }
 
 fn evaluate_cluster(
@@ -349,124 +218,6 @@ fn machines(scope: &ClusterScope<'_>, options: &Options, checks: &mut Checks) ->
     }
 
     machines
-}
-
-/// Scaling in progress, autoscalers, and what is frozen.
-fn scaling(scope: &ClusterScope<'_>, machines: &[MachineView], checks: &mut Checks) -> Scaling {
-    // Scaling: blocking while the owner can still create or delete Machines, a warning once frozen.
-    let mut frozen = Vec::new();
-    let mut scalers: Vec<&DynamicObject> = Vec::new();
-    if let Some(cp) = scope.control_plane() {
-        scalers.push(cp);
-    }
-    for (kind, _) in kinds::CORE_SCALERS {
-        scalers.extend(scope.of(CORE_GROUP, kind));
-    }
-    let mut control_plane = None;
-    let mut workers = (0usize, 0i64);
-    for object in scalers {
-        let Some(kind) = scaler_kind(object) else {
-            continue;
-        };
-        let view = ScalerView::read(object, kind);
-        let uid = object.metadata.uid.clone().unwrap_or_default();
-        let owned =
-            |m: &&MachineView| m.controller.as_ref().is_some_and(|c| c.uid == uid) && !m.deleting;
-        let actual: i64 = match kind {
-            ScalerKind::MachinePool => view.replicas.unwrap_or(0),
-            ScalerKind::MachineDeployment => {
-                let sets: Vec<String> = scope
-                    .of(CORE_GROUP, crate::names::MACHINE_SET)
-                    .iter()
-                    .filter(|s| crate::model::controller_of(s).is_some_and(|c| c.uid == uid))
-                    .filter_map(|s| s.metadata.uid.clone())
-                    .collect();
-                machines
-                    .iter()
-                    .filter(|m| {
-                        m.controller.as_ref().is_some_and(|c| sets.contains(&c.uid)) && !m.deleting
-                    })
-                    .count() as i64
-            }
-            _ => machines.iter().filter(owned).count() as i64,
-        };
-        let desired = view.desired.unwrap_or(actual);
-        match kind {
-            ScalerKind::ControlPlane => {
-                control_plane = Some((
-                    machines.iter().filter(owned).filter(|m| m.has_node).count(),
-                    desired,
-                ))
-            }
-            ScalerKind::MachineDeployment | ScalerKind::MachinePool => {
-                workers.1 += desired;
-            }
-            ScalerKind::MachineSet => {}
-        }
-        let state = frozen_state(object, view.paused_condition);
-        if let Some(f) = &state {
-            frozen.push(f.clone());
-        }
-        if view.autoscaled {
-            checks.push(
-                CheckId::Autoscaler,
-                CheckStatus::Warn,
-                &view.reference,
-                format!(
-                    "{} is managed by an autoscaler; its replicas may change during or after the move",
-                    view.reference.kind_and_place()
-                ),
-            );
-        }
-        // A pool's instances need not be Machines: it is held to the replicas its status reports.
-        let unit = if kind == ScalerKind::MachinePool {
-            "replicas"
-        } else {
-            "Machines"
-        };
-        let unprovisioned_pool =
-            kind == ScalerKind::MachinePool && view.replicas.is_none() && desired > 0;
-        if unprovisioned_pool || desired != actual {
-            let direction = if desired > actual { "up" } else { "down" };
-            let what = if unprovisioned_pool {
-                format!(
-                    "{} is not yet provisioned (its status reports no replicas; it wants {desired})",
-                    view.reference.kind_and_place()
-                )
-            } else {
-                format!(
-                    "{} is scaling {direction} ({actual} of {desired} {unit})",
-                    view.reference.kind_and_place()
-                )
-            };
-            match &state {
-                Some(_) => checks.push(
-                    CheckId::Scaling,
-                    CheckStatus::Warn,
-                    &view.reference,
-                    format!(
-                        "{what}; it is frozen, so the change continues once resumed (kubectl capi resume), wherever it then lives"
-                    ),
-                ),
-                None => checks.push(
-                    CheckId::Scaling,
-                    CheckStatus::Fail,
-                    &view.reference,
-                    checks.next.or_freeze(what, "freeze its scaling with"),
-                ),
-            }
-        }
-    }
-    workers.0 = machines
-        .iter()
-        .filter(|m| !m.control_plane && m.has_node)
-        .count();
-
-    Scaling {
-        frozen,
-        control_plane,
-        workers,
-    }
 }
 
 /// MachineHealthChecks holding unhealthy Machines.

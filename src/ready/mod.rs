@@ -5,6 +5,8 @@ mod next_steps;
 pub mod render;
 pub mod report;
 pub mod request;
+mod scaling;
+mod scope;
 pub mod wait;
 
 pub use evaluate::{CheckId, CheckStatus, Options, evaluate};

@@ -76,14 +76,7 @@ pub(super) fn verify_cluster(
         first.push_str(&format!(" — {pause_hint}"));
     }
 
-    let frozen: Vec<String> = {
-        let view = cluster_in_target.as_ref().map(|o| ClusterView::read(o));
-        let control_plane = view.as_ref().and_then(control_plane_name);
-        scalers(target, &moved.cluster, control_plane)
-            .filter(|s| s.paused_annotation)
-            .map(|s| kind_name(&s.reference.kind, &s.reference.name))
-            .collect()
-    };
+    let frozen = frozen_in_target(moved, target, cluster_in_target.as_deref());
     replicas_kept(
         moved,
         target,
@@ -113,12 +106,32 @@ pub(super) fn verify_cluster(
     }
 
     let verified = failed.is_empty() && pending.is_empty() && after_resume.is_empty();
+    let summary = summary_line(moved, (verified, &failed, &pending), scaled_up, healthy_as);
+    ClusterVerification {
+        summary,
+        cluster: moved.cluster.clone(),
+        verified,
+        failed,
+        pending,
+        after_resume,
+        kept_in_source: moved.kept_in_source.clone(),
+    }
+}
+
+/// The Cluster's line of the report: verified with what was adopted and how it is healthy,
+/// adopted while frozen, or not verified with how many checks failed and wait.
+fn summary_line(
+    moved: &MovedCluster,
+    (verified, failed, pending): (bool, &[String], &[String]),
+    scaled_up: usize,
+    healthy_as: &str,
+) -> String {
     let workers = moved.machines.len() - moved.control_plane_machines;
     let new = match scaled_up {
         0 => String::new(),
         n => format!(", {n} new from the scale-up pending at the move"),
     };
-    let summary = if verified {
+    if verified {
         format!(
             "{} verified: {} control-plane + {workers} worker Machines adopted{new}, {healthy_as}",
             moved.cluster.kubectl_name(),
@@ -137,16 +150,21 @@ pub(super) fn verify_cluster(
             failed.len(),
             pending.len()
         )
-    };
-    ClusterVerification {
-        summary,
-        cluster: moved.cluster.clone(),
-        verified,
-        failed,
-        pending,
-        after_resume,
-        kept_in_source: moved.kept_in_source.clone(),
     }
+}
+
+/// The scalers of the moved Cluster that `kubectl capi pause` froze in the target (`Kind/name`).
+fn frozen_in_target(
+    moved: &MovedCluster,
+    target: &Snapshot,
+    cluster_in_target: Option<&DynamicObject>,
+) -> Vec<String> {
+    let view = cluster_in_target.map(ClusterView::read);
+    let control_plane = view.as_ref().and_then(control_plane_name);
+    scalers(target, &moved.cluster, control_plane)
+        .filter(|s| s.paused_annotation)
+        .map(|s| kind_name(&s.reference.kind, &s.reference.name))
+        .collect()
 }
 
 /// The moved Machines in the target that have no node yet (named), so that a healthy Cluster is

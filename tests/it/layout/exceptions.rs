@@ -229,23 +229,8 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "not split yet",
     ),
     (
-        "src/ready/evaluate.rs",
-        Rule::Lines(649),
-        "every readiness check over a snapshot; not split yet",
-    ),
-    (
-        "src/ready/evaluate.rs::scaling",
-        Rule::Lines(116),
-        "not split yet",
-    ),
-    (
         "src/snapshot/watch.rs::until",
         Rule::Lines(105),
-        "not split yet",
-    ),
-    (
-        "src/verify/checks.rs::verify_cluster",
-        Rule::Lines(108),
         "not split yet",
     ),
 ];
