@@ -110,48 +110,16 @@ pub async fn save(
             .filter(|(f, ..)| *f == fingerprints[index])
             .map(|(_, uid, version)| (uid.clone(), version.clone()))
     };
-    let written_at = |index: usize| previous.and_then(|p| p.get(index)).map(|w| w.2.clone());
     let write = |index: usize, listed: Option<Vec<String>>| {
-        let api = &api;
-        let written_at = written_at(index);
-        let slice = &slices[index];
-        async move {
-            let _slot = slots
-                .acquire()
-                .await
-                .expect("the semaphore is never closed");
-            let mut body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name(key, index), "namespace": namespace,
-                    "labels": {LABEL: key, SHARD_LABEL: index.to_string()}},
-                "data": {"journal": slice}});
-            if let Some(listed) = listed {
-                body["data"][SLICES_KEY] = json!(serde_json::to_string(&listed).expect("strings"));
-            }
-            if let Some(version) = written_at.filter(|v| !v.is_empty()) {
-                body["metadata"]["resourceVersion"] = json!(version);
-            }
-            let written = api
-                .patch(
-                    &name(key, index),
-                    &PatchParams::apply(crate::names::FIELD_MANAGER).force(),
-                    &Patch::Apply(&body),
-                )
-                .await
-                .map_err(|e| {
-                    cluster.api_error(
-                        e,
-                        "writing the move journal to the source cluster (a conflict: another command wrote it since this one did)",
-                    )
-                })?;
-            let meta = written.metadata;
-            Ok::<_, crate::error::Error>((
-                index,
-                (
-                    meta.uid.unwrap_or_default(),
-                    meta.resource_version.unwrap_or_default(),
-                ),
-            ))
-        }
+        let slice = Slice {
+            namespace,
+            key,
+            index,
+            text: &slices[index],
+            written_at: previous.and_then(|p| p.get(index)).map(|w| w.2.clone()),
+            listed,
+        };
+        write_slice((cluster, &api), slice, slots)
     };
     let answers: Vec<Result<(usize, (String, String))>> = stream::iter(
         (1..slices.len())
@@ -186,22 +154,88 @@ pub async fn save(
             (f, uid, version)
         })
         .collect();
-    // Slices left from a longer earlier version, each deleted by its UID.
+    remove_stale((cluster, &api), key, slices.len(), previous).await?;
+    Ok(written)
+}
+
+/// One slice of a journal copy to write: its text, the resourceVersion this process last wrote
+/// it at (a precondition), and for slice 0 the resourceVersions of all the others.
+struct Slice<'a> {
+    namespace: &'a str,
+    key: &'a str,
+    index: usize,
+    text: &'a str,
+    written_at: Option<String>,
+    listed: Option<Vec<String>>,
+}
+
+/// Writes `slice` (server-side apply, under one of `slots`): its index, UID and resourceVersion.
+async fn write_slice(
+    (cluster, api): (&Cluster, &Api<ConfigMap>),
+    slice: Slice<'_>,
+    slots: &Semaphore,
+) -> Result<(usize, (String, String))> {
+    let _slot = slots
+        .acquire()
+        .await
+        .expect("the semaphore is never closed");
+    let (namespace, key, index) = (slice.namespace, slice.key, slice.index);
+    let mut body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name(key, index), "namespace": namespace,
+            "labels": {LABEL: key, SHARD_LABEL: index.to_string()}},
+        "data": {"journal": slice.text}});
+    if let Some(listed) = slice.listed {
+        body["data"][SLICES_KEY] = json!(serde_json::to_string(&listed).expect("strings"));
+    }
+    if let Some(version) = slice.written_at.filter(|v| !v.is_empty()) {
+        body["metadata"]["resourceVersion"] = json!(version);
+    }
+    let written = api
+        .patch(
+            &name(key, index),
+            &PatchParams::apply(crate::names::FIELD_MANAGER).force(),
+            &Patch::Apply(&body),
+        )
+        .await
+        .map_err(|e| {
+            cluster.api_error(
+                e,
+                "writing the move journal to the source cluster (a conflict: another command wrote it since this one did)",
+            )
+        })?;
+    let meta = written.metadata;
+    Ok((
+        index,
+        (
+            meta.uid.unwrap_or_default(),
+            meta.resource_version.unwrap_or_default(),
+        ),
+    ))
+}
+
+/// Removes slices left from a longer earlier version, each by its UID: those beyond `previous`
+/// if known (the last save of this process), else those a listing finds beyond `count`.
+async fn remove_stale(
+    (cluster, api): (&Cluster, &Api<ConfigMap>),
+    key: &str,
+    count: usize,
+    previous: Option<&Written>,
+) -> Result<()> {
     let stale: Vec<(String, String)> = match previous {
-        Some(previous) => (slices.len()..previous.len())
+        Some(previous) => (count..previous.len())
             .map(|n| (name(key, n), previous[n].1.clone()))
             .collect(),
-        None => list_slices(cluster, &api, key)
+        None => list_slices(cluster, api, key)
             .await?
             .iter()
-            .filter(|c| shard_of(c).is_some_and(|n| n >= slices.len()))
+            .filter(|c| shard_of(c).is_some_and(|n| n >= count))
             .filter_map(|c| Some((c.metadata.name.clone()?, c.metadata.uid.clone()?)))
             .collect(),
     };
     for (stale, uid) in stale {
         let _ = api.delete(&stale, &only_uid(&uid)).await;
     }
-    Ok(written)
+    Ok(())
 }
 
 type ConfigMap = k8s_openapi::api::core::v1::ConfigMap;

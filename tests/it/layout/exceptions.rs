@@ -193,11 +193,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "one request's attempts: the write gate, the timeout, the backoff and what each answer means; to be split",
     ),
     (
-        "src/mover/journal/copy.rs::save",
-        Rule::Lines(108),
-        "a journal copy's slices written in parallel, slice 0 last, stale ones removed; to be split",
-    ),
-    (
         "src/mover/journal/document.rs",
         Rule::Lines(535),
         "the journal's document and its reading; not split yet",
