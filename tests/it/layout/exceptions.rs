@@ -217,11 +217,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         Rule::Lines(116),
         "each object's mark, DELETE and finalizer strip as one state machine; to be split",
     ),
-    (
-        "src/snapshot/watch.rs::until",
-        Rule::Lines(105),
-        "a watch of every kind until a condition holds, with its restarts; to be split",
-    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
