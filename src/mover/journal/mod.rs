@@ -10,6 +10,7 @@ pub mod document;
 pub mod file;
 pub mod kept;
 mod local;
+mod move_id;
 
 pub use local::{
     FINISHED_RECORDS_KEPT, SET_ASIDE_PREFIX, check_writable, default_dir, finished_pivot,
@@ -18,3 +19,4 @@ pub use local::{
 
 pub use document::*;
 pub use file::{JournalCopy, JournalFile};
+pub use move_id::{MoveId, new_move_id};

@@ -193,11 +193,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "one request's attempts: the write gate, the timeout, the backoff and what each answer means; to be split",
     ),
     (
-        "src/mover/journal/document.rs",
-        Rule::Lines(535),
-        "the journal's document and its reading; not split yet",
-    ),
-    (
         "src/mover/recovery.rs",
         Rule::Lines(561),
         "which record to trust, set-aside journals, finish and rollback from a journal; not split yet",
