@@ -81,7 +81,7 @@ const HINTS: &[(&str, &str, Pasted)] = &[
         ),
     ),
     (
-        "mover/recovery.rs",
+        "mover/recovery/records.rs",
         "kubectl capi move",
         By(
             "move_safety.rs",

@@ -193,11 +193,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "one request's attempts: the write gate, the timeout, the backoff and what each answer means; to be split",
     ),
     (
-        "src/mover/recovery.rs",
-        Rule::Lines(561),
-        "which record to trust, set-aside journals, finish and rollback from a journal; not split yet",
-    ),
-    (
         "src/mover/write/create.rs",
         Rule::Lines(673),
         "the creates of every group with their retries and marks; not split yet",
