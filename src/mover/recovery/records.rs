@@ -196,11 +196,7 @@ pub async fn originals_gone(source: &Cluster, entries: &[&Entry]) -> Result<usiz
 
 /// The UID of the object that now has a journal entry's name in `cluster` (the `source` or
 /// `target`, for the message); `None` when there is none.
-async fn uid_by_name(
-    cluster: &Cluster,
-    entry: &Entry,
-    which: &str,
-) -> Result<Option<String>> {
+async fn uid_by_name(cluster: &Cluster, entry: &Entry, which: &str) -> Result<Option<String>> {
     Ok(object_by_name(cluster, entry, which)
         .await?
         .and_then(|o| o.metadata.uid))
