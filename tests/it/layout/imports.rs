@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::reading::{
-    SANDBOX_SRC, TOOLS_SRC, code, modules, modules_under, skip_literal, test_only,
+    SANDBOX_SRC, TOOLS_SRC, closing_brace, code, modules, modules_under, skip_literal, test_only,
 };
 
 /// The module paths a file refers to through `crate::` and `super::` (including `use` groups).
@@ -18,9 +18,7 @@ fn references(module: &str, path: &Path) -> Vec<String> {
 /// name.
 fn inline_modules(text: &str) -> Vec<(usize, usize, String)> {
     let bytes = text.as_bytes();
-    let mut open: Vec<(usize, String, usize)> = Vec::new();
     let mut found = Vec::new();
-    let mut depth = 0usize;
     let mut at = 0;
     while at < bytes.len() {
         if let Some(length) = skip_literal(bytes, at) {
@@ -30,31 +28,16 @@ fn inline_modules(text: &str) -> Vec<(usize, usize, String)> {
         let word_starts =
             at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
         if word_starts && text[at..].starts_with("mod ") {
-            let rest = &text[at + 4..];
+            let rest = text[at + 4..].trim_start();
             let name: String = rest
-                .trim_start()
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect();
-            let after = rest.trim_start()[name.len()..].trim_start();
+            let after = rest[name.len()..].trim_start();
             if !name.is_empty() && after.starts_with('{') {
                 let brace = text.len() - after.len();
-                depth += 1;
-                open.push((brace, name, depth));
-                at = brace + 1;
-                continue;
+                found.push((brace, closing_brace(bytes, brace), name));
             }
-        }
-        match bytes[at] {
-            b'{' => depth += 1,
-            b'}' => {
-                if open.last().is_some_and(|(_, _, d)| *d == depth) {
-                    let (start, name, _) = open.pop().unwrap();
-                    found.push((start, at, name));
-                }
-                depth = depth.saturating_sub(1);
-            }
-            _ => {}
         }
         at += 1;
     }

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::exceptions::{EXCEPTIONS, Rule};
 use super::reading::{
-    SANDBOX_SRC, SRC, TOOLS_SRC, code, in_repository, modules_under, skip_literal, test_only,
+    SANDBOX_SRC, SRC, TOOLS_SRC, closing_brace, code, in_repository, modules_under, skip_literal,
+    test_only,
 };
 
 /// The functions of `code` (already without tests and comments) with their length in lines,
@@ -50,25 +51,7 @@ fn function_lengths(code: &str) -> Vec<(String, usize, usize)> {
             i += 1;
         }
         let Some(open) = open else { continue };
-        let mut depth = 0usize;
-        let mut close = open;
-        while close < bytes.len() {
-            if let Some(length) = skip_literal(bytes, close) {
-                close += length;
-                continue;
-            }
-            match bytes[close] {
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                _ => {}
-            }
-            close += 1;
-        }
+        let close = closing_brace(bytes, open);
         let line = code[..start].lines().count() + 1;
         let lines = code[start..(close + 1).min(code.len())].lines().count();
         found.push((name, line, lines));

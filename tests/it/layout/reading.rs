@@ -102,6 +102,31 @@ pub(crate) fn skip_literal(text: &[u8], at: usize) -> Option<usize> {
     }
 }
 
+/// Where the brace closing the one at `open` stands (strings, chars and comments skipped), or
+/// the end of `bytes` when it is never closed.
+pub(super) fn closing_brace(bytes: &[u8], open: usize) -> usize {
+    let mut depth = 0usize;
+    let mut at = open;
+    while at < bytes.len() {
+        if let Some(length) = skip_literal(bytes, at) {
+            at += length;
+            continue;
+        }
+        match bytes[at] {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return at;
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    bytes.len()
+}
+
 /// `text` with every item under `#[cfg(test)]` left out, found by brace matching that skips
 /// strings, chars and comments; comments are left out too.
 pub(super) fn without_tests(text: &str) -> String {
