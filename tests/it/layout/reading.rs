@@ -136,7 +136,6 @@ pub(super) fn without_tests(text: &str) -> String {
     while at < bytes.len() {
         if text[at..].starts_with("#[cfg(test)]") {
             // The item after the attribute: to its `;` or to the brace closing its body.
-            let mut depth = 0usize;
             let mut i = at + "#[cfg(test)]".len();
             while i < bytes.len() {
                 if let Some(length) = skip_literal(bytes, i) {
@@ -144,21 +143,16 @@ pub(super) fn without_tests(text: &str) -> String {
                     continue;
                 }
                 match bytes[i] {
-                    b'{' => depth += 1,
-                    b'}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            i += 1;
-                            break;
-                        }
+                    b'{' => {
+                        i = closing_brace(bytes, i) + 1;
+                        break;
                     }
-                    b';' if depth == 0 => {
+                    b';' => {
                         i += 1;
                         break;
                     }
-                    _ => {}
+                    _ => i += 1,
                 }
-                i += 1;
             }
             at = i;
             continue;
