@@ -6,8 +6,10 @@
 //! [`snapshot::Snapshot`] → pure evaluation over the [`model`] → output through
 //! [`output::Printer`]. The binary only parses arguments and maps the outcome to an exit code.
 
+pub mod choices;
 pub mod cli;
 pub mod commands;
+pub mod durations;
 pub mod error;
 pub mod freeze;
 pub mod kube;

@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{ColorChoice, GlobalArgs};
-pub use crate::cli::{DryRun, OutputFormat};
+use crate::choices::ColorChoice;
+pub use crate::choices::{DryRun, OutputFormat};
+use crate::cli::GlobalArgs;
 pub use crate::error::End;
 use crate::error::{Error, Result};
 

@@ -28,7 +28,7 @@ where
         super::complete::print_answer(&words).await;
         return ExitStatus::Success;
     }
-    let command = ExitStatus::in_help(Cli::command());
+    let command = cli::with_exit_codes(Cli::command());
     let cli = match command
         .try_get_matches_from(args)
         .and_then(|matches| Cli::from_arg_matches(&matches))
@@ -129,9 +129,10 @@ fn usage_error(error: clap::Error) -> ExitStatus {
         | ErrorKind::DisplayVersion
         | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             let on_stderr = error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
-            let printer = Printer::new(OutputFormat::Table, cli::ColorChoice::Auto, 0);
+            let printer = Printer::new(OutputFormat::Table, crate::choices::ColorChoice::Auto, 0);
             // A closed pipe (`--help | head`) is not worth a word.
-            let _ = printer.clap_text(&error.render(), on_stderr);
+            let text = error.render();
+            let _ = printer.help_text(&text.to_string(), &text.ansi().to_string(), on_stderr);
             if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                 ExitStatus::Error
             } else {

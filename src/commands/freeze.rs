@@ -305,7 +305,7 @@ async fn wait_for_controllers(
     if !acknowledged {
         printer.warn(&format!(
             "timed out after {} waiting for the controllers to acknowledge",
-            crate::cli::show_duration(selection.timeout)
+            crate::durations::show_duration(selection.timeout)
         ));
     }
     Ok(acknowledged)

@@ -253,7 +253,7 @@ async fn wait_until_ready(
         Some(Outcome::TimedOut(r)) => {
             printer.warn(&format!(
                 "timed out after {} waiting for the clusters to be ready to move",
-                crate::cli::show_duration(request.timeout)
+                crate::durations::show_duration(request.timeout)
             ));
             (r, ExitStatus::Failure)
         }

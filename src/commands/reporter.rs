@@ -64,7 +64,9 @@ impl Reporter {
             bar.prefix(),
             bar.position(),
             bar.length().unwrap_or(0),
-            crate::cli::show_duration(std::time::Duration::from_secs(bar.elapsed().as_secs()))
+            crate::durations::show_duration(std::time::Duration::from_secs(
+                bar.elapsed().as_secs()
+            ))
         );
         bar.finish_and_clear();
         bars.remove(&bar);

@@ -110,7 +110,7 @@ pub async fn verify(
         printer.info(&format!(
             "watching the target adopt {} Cluster(s), up to {}…",
             moved.len(),
-            crate::cli::show_duration(timeout)
+            crate::durations::show_duration(timeout)
         ));
     }
     let waited = tokio::select! {
@@ -127,7 +127,7 @@ pub async fn verify(
         Waited::TimedOut(report) => {
             printer.warn(&format!(
                 "timed out after {} waiting for the target to adopt the moved Clusters",
-                crate::cli::show_duration(timeout)
+                crate::durations::show_duration(timeout)
             ));
             report
         }

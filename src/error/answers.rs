@@ -6,7 +6,7 @@ use super::message::{Error, Result};
 /// An attempt that got no answer within the request timeout (the retry layer carries it in a
 /// `kube::Error::Service`, so that the user's message can name the timeout).
 #[derive(Debug, thiserror::Error)]
-#[error("no answer within {} ({attempts} attempt(s))", crate::cli::show_duration(*.timeout))]
+#[error("no answer within {} ({attempts} attempt(s))", crate::durations::show_duration(*.timeout))]
 pub struct NoAnswer {
     pub timeout: std::time::Duration,
     pub attempts: u32,

@@ -113,7 +113,7 @@ impl Error {
         if let Some(NoAnswer { timeout, attempts }) =
             sources(&error).into_iter().find_map(|e| e.downcast_ref())
         {
-            let timeout = crate::cli::show_duration(*timeout);
+            let timeout = crate::durations::show_duration(*timeout);
             return Error::Timeout {
                 server: server.clone(),
                 after: match attempts {

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{DryRun, MoveArgs, OutputFormat, show_duration};
+use crate::choices::{DryRun, OutputFormat};
+use crate::cli::MoveArgs;
+use crate::durations::show_duration;
 use crate::error::{Error, Result};
 use crate::freeze::apply::Mode;
 use crate::freeze::request::FreezeRequest;

@@ -114,7 +114,7 @@ async fn before_moving(
         if status != ExitStatus::Success {
             printer.error(&format!(
                 "the Clusters did not become ready to move within {}{}",
-                crate::cli::show_duration(request.timeout),
+                crate::durations::show_duration(request.timeout),
                 request.still_frozen()
             ));
             return Ok(Err(status));

@@ -7,8 +7,7 @@ use std::process::ExitCode;
 use indicatif::ProgressDrawTarget;
 use serde::Serialize;
 
-use crate::cli::ColorChoice;
-use crate::cli::OutputFormat;
+use crate::choices::{ColorChoice, OutputFormat};
 use crate::error::{Error, Result};
 
 /// How a command ended; mapped to the process exit code in one place.
@@ -78,43 +77,6 @@ impl ExitStatus {
             out.push_str(&format!("\n  {:<4} {meaning}", status.code()));
         }
         out
-    }
-
-    /// `command` (the plugin's, with its subcommands) with every help ending in its exit codes.
-    pub fn in_help(mut command: clap::Command) -> clap::Command {
-        let for_command = |name: &str| -> Vec<(u8, &'static str)> {
-            crate::cli::EXIT_MEANINGS
-                .iter()
-                .filter(|(c, _, _)| *c == name)
-                .map(|(_, code, meaning)| (*code, *meaning))
-                .collect()
-        };
-        let names: Vec<String> = command
-            .get_subcommands()
-            .map(|s| s.get_name().to_string())
-            .filter(|name| !matches!(name.as_str(), "version" | "completion" | "help"))
-            .collect();
-        for name in names {
-            command = command.mut_subcommand(&name, |sub| {
-                let text = sub
-                    .get_after_help()
-                    .map(|h| format!("{h}\n\n"))
-                    .unwrap_or_default();
-                let codes = ExitStatus::help(&for_command(&name));
-                sub.after_help(format!("{text}{codes}"))
-            });
-        }
-        // kubectl's help ends with its examples.
-        for (name, examples) in crate::cli::EXAMPLES {
-            command = command.mut_subcommand(name, |sub| {
-                let text = sub
-                    .get_after_help()
-                    .map(|h| format!("{h}\n\n"))
-                    .unwrap_or_default();
-                sub.after_help(format!("{text}Examples:\n{examples}"))
-            });
-        }
-        command.after_help(ExitStatus::help(&for_command("")))
     }
 }
 
@@ -208,17 +170,17 @@ impl Printer {
         }
     }
 
-    /// clap's help or version text, styled as clap styles it when colour is on: on stdout, or on
+    /// A help or version text, `styled` (with ANSI escapes) when colour is on: on stdout, or on
     /// stderr when it stands for a usage error (a command given without its subcommand).
-    pub fn clap_text(&self, text: &clap::builder::StyledStr, on_stderr: bool) -> Result<()> {
+    pub fn help_text(&self, plain: &str, styled: &str, on_stderr: bool) -> Result<()> {
         let text = match self.color {
-            true => text.ansi().to_string(),
-            false => text.to_string(),
+            true => styled,
+            false => plain,
         };
         match on_stderr {
-            true => write_all(&mut std::io::stderr().lock(), &text, false)
+            true => write_all(&mut std::io::stderr().lock(), text, false)
                 .map_err(|e| Error::Output(e.to_string())),
-            false => self.data(&text),
+            false => self.data(text),
         }
     }
 
@@ -394,19 +356,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_exit_code_is_in_help_within_a_line() {
-        for (command, code, _) in crate::cli::EXIT_MEANINGS {
-            assert!(
-                ExitStatus::ALL.iter().any(|s| s.code() == *code),
-                "{command}: {code} is a code the plugin returns"
-            );
-        }
+    fn the_exit_codes_section_lists_every_code_within_a_line() {
         let help = ExitStatus::help(&[(1, "no")]);
         assert_eq!(help.lines().count(), ExitStatus::ALL.len() + 1);
         assert!(help.contains("\n  1    no\n  2    error:"), "{help}");
-        for (_, _, meaning) in crate::cli::EXIT_MEANINGS {
-            assert!(meaning.len() + 7 <= 100, "{meaning}: clap would wrap it");
-        }
         for status in ExitStatus::ALL {
             assert!(status.meaning().len() + 7 <= 100, "{status:?}");
         }

@@ -80,7 +80,7 @@ pub async fn until<T>(
         )),
         Err(reason) => Err(Error::LostServer {
             server: Box::new(cluster.server()),
-            after: crate::cli::show_duration(patience),
+            after: crate::durations::show_duration(patience),
             reason,
         }),
     }

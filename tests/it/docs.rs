@@ -155,7 +155,7 @@ fn the_anchor_rule_matches_githubs() {
 #[test]
 fn every_help_ends_with_examples_the_parser_accepts() {
     use clap::{CommandFactory, Parser};
-    let command = kubectl_capi::output::ExitStatus::in_help(kubectl_capi::cli::Cli::command());
+    let command = kubectl_capi::cli::with_exit_codes(kubectl_capi::cli::Cli::command());
     for sub in command.get_subcommands() {
         let name = sub.get_name();
         if name == "help" {

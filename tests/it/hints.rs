@@ -218,7 +218,7 @@ const HINTS: &[(&str, &str, Pasted)] = &[
 ];
 
 /// Files whose commands are help text or a script, not hints: `tests/it/docs.rs` runs them.
-const NOT_HINTS: &[&str] = &["cli.rs", "commands/shell_completion.rs"];
+const NOT_HINTS: &[&str] = &["cli/args.rs", "cli/help.rs", "commands/shell_completion.rs"];
 
 const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
 const TESTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it");

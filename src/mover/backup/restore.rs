@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::cli::DryRun;
+use crate::choices::DryRun;
 use crate::error::{Error, Result};
 use crate::kube::Connected;
 use crate::model::ObjectRef;

@@ -1,7 +1,7 @@
 //! The two ends of a move, each connected, discovered and identified once per command —
 //! refusing one cluster as both before anything else is read — and handed to every step.
 
-use crate::cli::DryRun;
+use crate::choices::DryRun;
 use crate::error::{Error, Result};
 use crate::kube::{Catalog, Connected, connect, lease};
 use crate::mover::ends::same_cluster;

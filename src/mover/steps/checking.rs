@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::cli::DryRun;
+use crate::choices::DryRun;
 use crate::error::{Error, Result};
 use crate::kube::OnCtrlC;
 use crate::mover::checks::findings::ThisMove;

@@ -1,7 +1,7 @@
 //! An interrupted move, from its journal alone: rolled back before its deletion phase
 //! (`--rollback`), or finished once it already deletes from the source.
 
-use crate::cli::DryRun;
+use crate::choices::DryRun;
 use crate::error::{Error, Result};
 use crate::kube::{Connected, OnCtrlC};
 use crate::mover::journal::{self, Journal, Stage};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::cli::DryRun;
+use crate::choices::DryRun;
 use crate::error::{Error, Result};
 use crate::model::ObjectRef;
 use crate::mover::graph::discover::{list_objects, move_types};

@@ -1,7 +1,7 @@
 //! `--to-directory`: the planned move written as a clusterctl-compatible backup, after the
 //! source-side checks.
 
-use crate::cli::DryRun;
+use crate::choices::DryRun;
 use crate::error::Result;
 use crate::mover::checks::findings::{ThisMove, rendered};
 use crate::mover::checks::preflight::preflight;

@@ -173,11 +173,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "a sandbox tool's run, step by step; not split yet",
     ),
     (
-        "src/cli.rs",
-        Rule::Lines(623),
-        "every flag of every subcommand with its help text (clap derive); not split yet",
-    ),
-    (
         "src/kube/connect.rs::connect",
         Rule::Lines(117),
         "a connection's steps in order (kubeconfig, allowlist, client, TLS, proxy, timeouts); to be split by step",

@@ -1,6 +1,6 @@
 //! Rules of the code's shape beyond imports: every module says what it owns, only the printer
-//! prints, Cluster API vocabulary has one home, `mod.rs` and `lib.rs` only wire, and neighbours
-//! are told apart by more than a letter.
+//! prints, only the command line knows clap, Cluster API vocabulary has one home, `mod.rs` and
+//! `lib.rs` only wire, and neighbours are told apart by more than a letter.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -94,6 +94,46 @@ fn every_module_says_what_it_owns_and_only_the_printer_prints() {
                     ));
                 }
             }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// The plugin's rooms that may name clap: the command line and the commands that hand argv to
+/// it. Below them flags arrive resolved: as `choices`, `settings` and each command's request.
+const KNOWS_CLAP: &[&str] = &["crate::cli", "crate::commands", "main"];
+
+/// Whether `code` names clap (`use clap::…`, `clap::Error`, `clap_complete`).
+fn names_clap(code: &str) -> bool {
+    code.contains("clap::") || code.contains("clap_complete")
+}
+
+/// Whether `module` may read the command line's types: the commands, `settings` and each
+/// command's request, where flags are resolved.
+fn resolves_flags(module: &str) -> bool {
+    module.starts_with("crate::cli")
+        || module.starts_with("crate::commands")
+        || module == "crate::settings"
+        || module.ends_with("::request")
+}
+
+#[test]
+fn only_the_command_line_knows_clap() {
+    assert!(names_clap("use clap::ValueEnum;") && !names_clap("// clap spells it"));
+    assert!(resolves_flags("crate::ready::request") && !resolves_flags("crate::mover::plan"));
+    let mut broken = Vec::new();
+    for (module, path) in modules() {
+        let code = code(&path);
+        let room = module.split("::").take(2).collect::<Vec<_>>().join("::");
+        if names_clap(&code) && !KNOWS_CLAP.contains(&room.as_str()) {
+            broken.push(format!(
+                "{module} names clap; take a resolved value (`choices`, a request) instead"
+            ));
+        }
+        if code.contains("crate::cli") && !resolves_flags(&module) {
+            broken.push(format!(
+                "{module} reads the command line; resolve the flag in the command's request"
+            ));
         }
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));

@@ -1,124 +1,13 @@
-//! Command-line types only: what the user can type. `settings` resolves them.
+//! What the user can type, as clap reads it. `settings` and each command's request resolve it.
 
-use crate::names::{FROZEN_BY_ANNOTATION, PAUSED_ANNOTATION};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Each subcommand's examples, as kubectl ends its help: `# what` then the command.
-pub const EXAMPLES: &[(&str, &str)] = &[
-    (
-        "ready",
-        "  # Can the Clusters of namespace prod be moved now, and if not, what blocks?
-  kubectl capi ready -n prod
-
-  # Every check of one Cluster
-  kubectl capi ready prod-1 -n prod --details
-
-  # Wait until it can be moved, at most 30 minutes
-  kubectl capi ready prod-1 -n prod --wait --timeout 30m
-
-  # Also check the target of a self-hosted pivot: the workload cluster prod-1 itself
-  kubectl capi ready prod-1 -n prod --to-cluster prod-1",
-    ),
-    (
-        "pause",
-        "  # Freeze one Cluster's scaling, saying why, until its controllers acknowledge
-  kubectl capi pause prod-1 -n prod --reason \"move to mgmt-2\" --wait
-
-  # See what freezing every Cluster of the namespace would change, without changing it
-  kubectl capi pause --all -n prod --dry-run",
-    ),
-    (
-        "resume",
-        "  # Release the freeze in the management cluster the Cluster now lives in
-  kubectl capi resume prod-1 -n prod --context mgmt-2
-
-  # Release every freeze kubectl-capi made in the namespace
-  kubectl capi resume --all -n prod",
-    ),
-    (
-        "move",
-        "  # The plan: what would move, in which order
-  kubectl capi move prod-1 -n prod --to-context mgmt-2 --dry-run
-
-  # Every check against the target, nothing written
-  kubectl capi move prod-1 -n prod --to-context mgmt-2 --dry-run=server
-
-  # Freeze, wait until it can move, move, release the freeze and verify, in one command
-  kubectl capi move prod-1 -n prod --to-context mgmt-2 --freeze --wait-ready --verify
-
-  # Continue a move that stopped partway, or undo it
-  kubectl capi move prod-1 -n prod --to-context mgmt-2 --resume
-  kubectl capi move prod-1 -n prod --to-context mgmt-2 --rollback
-
-  # Move a Cluster into itself (the quick start's self-hosted pivot)
-  kubectl capi move prod-1 -n prod --to-cluster prod-1 --verify",
-    ),
-    (
-        "verify",
-        "  # Did the target adopt the Clusters moved into namespace prod? Wait until it did
-  kubectl capi verify -n prod --context mgmt-2 --wait
-
-  # Also check that nothing of prod-1 was left in the management cluster it left
-  kubectl capi verify prod-1 -n prod --context mgmt-2 --from-context mgmt-1",
-    ),
-    (
-        "version",
-        "  # The plugin's version and the management cluster's Cluster API version
-  kubectl capi version
-
-  # The plugin's version only, without a cluster
-  kubectl capi version --client",
-    ),
-];
-
-/// What the exit codes mean for each command, where it says them its own way (the rest, and
-/// the codes themselves, come from `output::ExitStatus`): `(command, code, meaning)`.
-pub const EXIT_MEANINGS: &[(&str, u8, &str)] = &[
-    (
-        "",
-        0,
-        "success (for ready: every selected cluster can be moved)",
-    ),
-    ("ready", 0, "every selected cluster can be moved"),
-    ("ready", 1, "at least one cannot (or --wait timed out)"),
-    (
-        "ready",
-        2,
-        "error: bad input, API error, no clusters matched",
-    ),
-    ("pause", 0, "done"),
-    (
-        "pause",
-        1,
-        "--wait timed out, another command holds the lease, or a permission is missing",
-    ),
-    ("resume", 0, "done"),
-    (
-        "resume",
-        1,
-        "--wait timed out, another command holds the lease, or a permission is missing",
-    ),
-    ("move", 0, "moved (and verified, with --verify)"),
-    (
-        "move",
-        1,
-        "refused by the preflight (nothing written), or --verify failed or timed out",
-    ),
-    ("verify", 0, "every Cluster verified"),
-    (
-        "verify",
-        1,
-        "a check failed, or checks are still pending (with --wait: when the timeout passed)",
-    ),
-    (
-        "verify",
-        2,
-        "error: bad input, no record of a move, unreachable API server",
-    ),
-];
+use super::help::{COMPLETION_HELP, MOVE_HELP, READY_HELP, VERIFY_HELP, pause_help, resume_help};
+use crate::choices::{ColorChoice, DryRun, OutputFormat};
+use crate::durations::{request_timeout, timeout};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -187,146 +76,6 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 }
-
-/// `-o`: what stdout holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum OutputFormat {
-    #[default]
-    Table,
-    Wide,
-    Json,
-    Yaml,
-    Name,
-}
-
-impl OutputFormat {
-    /// A document (json, yaml): printed once, whole, with nothing else on stdout.
-    pub fn is_document(self) -> bool {
-        matches!(self, OutputFormat::Json | OutputFormat::Yaml)
-    }
-
-    /// Machine-readable output: nothing but the data on stdout, never progress.
-    pub fn is_structured(self) -> bool {
-        matches!(
-            self,
-            OutputFormat::Json | OutputFormat::Yaml | OutputFormat::Name
-        )
-    }
-}
-
-/// `--dry-run`: client (nothing sent) or server (`dryRun=All`); `none` is the default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum DryRun {
-    #[default]
-    None,
-    Client,
-    Server,
-}
-
-impl DryRun {
-    /// kubectl's suffix on confirmation lines.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            DryRun::None => "",
-            DryRun::Client => " (dry run)",
-            DryRun::Server => " (server dry run)",
-        }
-    }
-}
-
-/// A duration as kubectl takes one: whole seconds, or numbers with units like `1m30s`, `500ms`.
-fn parse_duration(value: &str) -> Result<Duration, String> {
-    let invalid = || {
-        format!(
-            "\"{value}\" is not a duration: use a whole number of seconds or a number with a unit (e.g. 1s, 2m, 3h)"
-        )
-    };
-    let value = value.trim();
-    if let Some(magnitude) = value.strip_prefix('-') {
-        return Err(match parse_duration(magnitude) {
-            Ok(_) => format!("\"{value}\" is negative: a duration counts forward, e.g. 30s or 10m"),
-            // A flag where the value was due (`--timeout --wait`).
-            Err(_) => format!(
-                "\"{value}\" is not a duration; give one right after the flag, e.g. 30s or 10m"
-            ),
-        });
-    }
-    if let Ok(seconds) = value.parse::<u64>() {
-        return bounded(Duration::from_secs(seconds.min(LONGEST.as_secs() + 1)));
-    }
-    // kubectl's grammar (numbers with h, m, s, ms; no spaces, no ISO 8601); jiff does the sums.
-    if value.is_empty()
-        || !value
-            .chars()
-            .all(|c| c.is_ascii_digit() || "hms.".contains(c))
-    {
-        return Err(invalid());
-    }
-    let Ok(parsed) = value.parse::<jiff::SignedDuration>() else {
-        // Too large for jiff to add up: 16 digits of even milliseconds are centuries.
-        let huge = value
-            .split(|c: char| !c.is_ascii_digit())
-            .any(|n| n.len() >= 16);
-        return Err(if huge {
-            bounded(LONGEST * 2).unwrap_err()
-        } else {
-            invalid()
-        });
-    };
-    bounded(Duration::try_from(parsed).map_err(|_| invalid())?)
-}
-
-/// The longest duration any flag takes: a year (longer ones overflow deadlines, and are typos).
-pub const LONGEST: Duration = Duration::from_secs(365 * 24 * 3600);
-
-fn bounded(duration: Duration) -> Result<Duration, String> {
-    if duration > LONGEST {
-        return Err("longer than the longest allowed, 8760h (a year)".into());
-    }
-    Ok(duration)
-}
-
-/// `--request-timeout`: a duration, `0` for none.
-pub fn request_timeout(value: &str) -> Result<Duration, String> {
-    parse_duration(value)
-}
-
-/// `--timeout`: a duration, never 0.
-pub fn timeout(value: &str) -> Result<Duration, String> {
-    let duration = parse_duration(value)?;
-    if duration.is_zero() {
-        return Err(
-            "a timeout of 0 would give up at once; pass a duration such as 30s or 10m".into(),
-        );
-    }
-    Ok(duration)
-}
-
-/// A duration as flags take it back: `10m`, `1h30m`, `45s`, `500ms`.
-pub fn show_duration(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if !millis.is_multiple_of(1000) {
-        return format!("{millis}ms");
-    }
-    let seconds = duration.as_secs();
-    let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
-    let mut out = String::new();
-    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
-        if n > 0 {
-            out.push_str(&format!("{n}{unit}"));
-        }
-    }
-    if out.is_empty() { "0s".into() } else { out }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum ColorChoice {
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Can these clusters be moved now? Which object blocks, and why.
@@ -369,29 +118,6 @@ pub enum CompletionFor {
     Kubectl,
 }
 
-pub const COMPLETION_HELP: &str = "Examples:
-  # Complete `kubectl capi <TAB>` in kubectl's own completion (kubectl >= 1.26), installed with krew
-  # or not: put the completer in a directory on your PATH outside krew's
-  mkdir -p ~/.local/bin
-  kubectl capi completion kubectl > ~/.local/bin/kubectl_complete-capi
-  chmod +x ~/.local/bin/kubectl_complete-capi
-
-  # On Windows, a .cmd file in a directory on your PATH (kubectl finds it through PATHEXT)
-  kubectl capi completion kubectl > %USERPROFILE%\\bin\\kubectl_complete-capi.cmd
-
-  # A stand-alone script for the kubectl-capi executable itself
-  kubectl-capi completion bash > /etc/bash_completion.d/kubectl-capi";
-
-pub const READY_HELP: &str =
-    "Checks, per Cluster: clusterctl move's own preflight (infrastructure provisioned, control
-plane initialized, every Machine has a node — with clusterctl's messages), and what clusterctl
-misses: Machines being deleted, scaling in progress (blocking until `kubectl capi pause` freezes
-it), MachineHealthCheck remediation, paused Clusters/ClusterClasses, dangling owner references,
-block-move annotations (information), node health and autoscaled groups (warnings).
-
-Target-side checks (providers, CRDs and permissions in the destination) belong to
-`kubectl capi move --dry-run=server`.";
-
 #[derive(Debug, Args, Clone, Default)]
 pub struct ReadyArgs {
     /// Cluster names (default: every Cluster in the namespace, or with -A everywhere).
@@ -411,28 +137,6 @@ pub struct ReadyArgs {
     /// reached through its kubeconfig Secret, runs every provider the source does.
     #[arg(long, value_name = "NAME")]
     pub to_cluster: Option<String>,
-}
-
-/// What `pause --help` says after the flags.
-pub fn pause_help() -> String {
-    format!(
-        "Puts {PAUSED_ANNOTATION} on exactly the objects that create or delete Machines: the
-control plane object, every MachineDeployment and MachineSet, every MachinePool and its
-infrastructure machine pool, and the Cluster's MachineHealthChecks (unless --keep-remediation).
-Machines already being provisioned go on until they have their node. Never touches
-Cluster.spec.paused, Machines, bootstrap configs or infrastructure machines. Each frozen object
-also gets the {FROZEN_BY_ANNOTATION} marker (when, by whom, why); objects paused by someone else
-are reported and left as they are."
-    )
-}
-
-/// What `resume --help` says after the flags.
-pub fn resume_help() -> String {
-    format!(
-        "Removes {PAUSED_ANNOTATION} and the {FROZEN_BY_ANNOTATION} marker from the objects that
-carry the marker — only what `kubectl capi pause` froze. Works against the source after an aborted
-move and against the target after a move (the annotations travel with the objects)."
-    )
 }
 
 /// `--timeout` of a command's `--wait`: declared once for `ready`, `pause`, `resume` and
@@ -487,18 +191,6 @@ pub struct ResumeArgs {
     #[command(flatten)]
     pub selection: FreezeSelection,
 }
-
-pub const MOVE_HELP: &str =
-    "Moves the named Clusters (default: every Cluster in the namespace; -A: all namespaces) and
-what they own, with clusterctl move's object graph, order and checks. Every check runs before the
-first write: clusterctl's preflight and ready's, paused Clusters/ClusterClasses, kinds served by
-the target, the target's provider versions, permissions in both clusters (access reviews), and a
-server-side dry-run create of every object in the target. Objects shared with Clusters that stay
-are copied and kept in the source; objects that cannot move are listed with the reason.
-
---dry-run (=client) prints the plan; --dry-run=server also runs the whole preflight.
-
---verify then watches the target adopt the moved Clusters (see `kubectl capi verify --help`).";
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct MoveArgs {
@@ -579,18 +271,6 @@ impl MoveArgs {
     }
 }
 
-pub const VERIFY_HELP: &str =
-    "Run against the management cluster the Clusters were moved to. For each moved Cluster it
-checks that the target adopted it: the same Machines with the same providerIDs as in the source
-(a new Machine means the target's controllers are provisioning new infrastructure instead of
-adopting; a missing one means something deleted it), infrastructure machines with the same
-providerIDs, the control plane and MachineDeployments/MachinePools at the replicas they reported
-before the move, and the Cluster healthy (Available; v1beta1: Ready). With --from-context or
---from-kubeconfig it also checks that nothing of the Clusters is left in the source.
-
-What was moved comes from the record each move leaves next to its Cluster in the target
-(ConfigMap kubectl-capi-moved-NAME, owned by the Cluster), or from a move's journal (--journal).";
-
 #[derive(Debug, Args, Clone, Default)]
 pub struct VerifyArgs {
     /// Cluster names (default: every Cluster with a move record in the namespace, or with -A
@@ -623,46 +303,8 @@ pub struct VersionArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_like_kubectl_and_bounded() {
-        let d = |s: &str| request_timeout(s);
-        assert_eq!(d("0"), Ok(Duration::ZERO));
-        assert_eq!(d("30"), Ok(Duration::from_secs(30)));
-        assert_eq!(d("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(d("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(d("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(d("8760h"), Ok(LONGEST));
-        assert!(d("-5").unwrap_err().contains("is negative"));
-        assert!(d("-1m30s").unwrap_err().contains("is negative"));
-        assert!(d("--wait").unwrap_err().contains("right after the flag"));
-        for bad in ["soon", "5x", "", "1.5.5s", "m", "NaNs", "infs", "-1m"] {
-            assert!(d(bad).is_err(), "{bad}");
-        }
-        // Far beyond a year (and beyond u64 seconds) is refused, not a panic or an overflow.
-        for huge in [
-            "8761h",
-            "99999999999999999999h",
-            "99999999999999999999",
-            "1e300s",
-        ] {
-            let refused = d(huge).unwrap_err();
-            assert!(
-                refused.contains("longest") || refused.contains("not a duration"),
-                "{huge}: {refused}"
-            );
-        }
-        assert!(timeout("0").unwrap_err().contains("give up at once"));
-        assert_eq!(timeout("10m"), Ok(Duration::from_secs(600)));
-    }
-
-    #[test]
-    fn durations_read_back_as_flags_take_them() {
-        for (seconds, shown) in [(600, "10m"), (5400, "1h30m"), (45, "45s"), (3600, "1h")] {
-            assert_eq!(show_duration(Duration::from_secs(seconds)), shown);
-        }
-        assert_eq!(show_duration(Duration::from_millis(1500)), "1500ms");
-    }
+    use crate::choices::{DryRun, OutputFormat};
+    use std::time::Duration;
 
     #[test]
     fn flags_parse_into_types() {
