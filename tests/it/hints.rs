@@ -42,7 +42,7 @@ const HINTS: &[(&str, &str, Pasted)] = &[
         ),
     ),
     (
-        "kube/lease.rs",
+        "kube/lease/found.rs",
         "kubectl get lease {LEASE_NAME} -n {LEASE_NAMESPACE} -o yaml{flags}",
         By(
             "one_writer.rs",

@@ -178,11 +178,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "a connection's steps in order (kubeconfig, allowlist, client, TLS, proxy, timeouts); to be split by step",
     ),
     (
-        "src/kube/lease.rs",
-        Rule::Lines(659),
-        "taking, proving and renewing the lease; not split yet",
-    ),
-    (
         "src/kube/retry.rs::send",
         Rule::Lines(117),
         "one request's attempts: the write gate, the timeout, the backoff and what each answer means; to be split",
