@@ -183,16 +183,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "one request's attempts: the write gate, the timeout, the backoff and what each answer means; to be split",
     ),
     (
-        "src/mover/write/create.rs",
-        Rule::Lines(673),
-        "the creates of every group with their retries and marks; not split yet",
-    ),
-    (
-        "src/mover/write/create.rs::create_groups",
-        Rule::Lines(118),
-        "group after group, each object's create, answer and journal entry; to be split",
-    ),
-    (
         "src/mover/write/delete.rs::delete_entries",
         Rule::Lines(116),
         "each object's mark, DELETE and finalizer strip as one state machine; to be split",
