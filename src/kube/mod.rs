@@ -6,6 +6,7 @@ pub mod connected;
 pub mod gate;
 pub mod holder;
 pub mod inline_only;
+pub mod kubeconfig;
 pub mod lease;
 pub mod lease_timing;
 pub mod retry;
@@ -13,6 +14,7 @@ pub mod stop;
 pub mod url;
 
 pub use catalog::{Catalog, KindInfo};
-pub use connect::{Cluster, connect, read_kubeconfig};
+pub use connect::{Cluster, connect};
 pub use connected::Connected;
+pub use kubeconfig::read_kubeconfig;
 pub use stop::{OnCtrlC, Stop};

@@ -15,6 +15,7 @@
 //! a repeated create answers AlreadyExists, a repeated DELETE NotFound, a merge patch converges.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -214,66 +215,18 @@ pub async fn send(
     let mut attempt = 1;
     let deadline = tokio::time::Instant::now() + settings.request_timeout.saturating_mul(2);
     let within = |delay: Duration| tokio::time::Instant::now() + delay < deadline;
-    let attempt_once = |mut request: Request<Body>, attempts: u32| async move {
-        let admitted = match settings.gate.admit(request.method(), request.uri()) {
-            Ok(admitted) => admitted,
-            Err(why) => return Err(kube::Error::Service(Box::new(crate::error::NotHeld(why)))),
-        };
-        // A guarded write waits no longer than its lease lasts, says so to the server, and
-        // names the holder it was sent under.
-        let timeout = admitted.as_ref().map_or(settings.request_timeout, |a| {
-            a.left.min(settings.request_timeout)
-        });
-        if let Some(admitted) = &admitted {
-            *request.uri_mut() = with_timeout(request.uri(), timeout);
-            if let Ok(holder) = http::HeaderValue::from_str(&admitted.holder) {
-                request
-                    .headers_mut()
-                    .insert(crate::names::LEASE_HOLDER_HEADER, holder);
-            }
-        }
-        match tokio::time::timeout(timeout, client.send(request)).await {
-            Ok(answer) => answer,
-            Err(_) => Err(kube::Error::Service(Box::new(NoAnswer {
-                timeout,
-                attempts,
-            }))),
-        }
-    };
     loop {
         let spare = if attempt < settings.attempts && within(Duration::ZERO) {
             clone_request(&request)
         } else {
             None
         };
-        let line = settings.log.as_ref().map(|log| {
-            (
-                log.clone(),
-                request.method().clone(),
-                request.uri().clone(),
-                std::time::Instant::now(),
-            )
-        });
-        let log = |answer: &Result<Response<Body>, kube::Error>| {
-            if let Some((sink, method, uri, started)) = &line {
-                let status = match answer {
-                    Ok(r) => r.status().to_string(),
-                    Err(e) => format!("failed ({e})"),
-                };
-                sink.line(&format!(
-                    "{method} {}{uri} {status} in {} milliseconds",
-                    settings.base_url,
-                    started.elapsed().as_millis()
-                ));
-            }
-        };
+        let line = RequestLine::start(settings, &request);
+        let answer = attempt_once(client, settings, request, attempt).await;
+        line.end(&settings.base_url, &answer);
         let Some(spare) = spare else {
-            let answer = attempt_once(request, attempt).await;
-            log(&answer);
             return answer;
         };
-        let answer = attempt_once(request, attempt).await;
-        log(&answer);
         let backoff = settings.backoff(attempt);
         let delay = match answer {
             Err(e) if transient(&e) && within(backoff) => backoff,
@@ -290,30 +243,15 @@ pub async fn send(
                     // Out of time: the last answer is the answer.
                     Verdict::RetryAfter(_) | Verdict::Backoff => return Ok(response),
                     Verdict::Inspect409 => {
-                        let (parts, body) = response.into_parts();
-                        let bytes = body
-                            .collect()
-                            .await
-                            .map_err(|e| kube::Error::Service(e.into()))?
-                            .to_bytes();
-                        let reason = serde_json::from_slice::<serde_json::Value>(&bytes)
-                            .ok()
-                            .and_then(|v| v["reason"].as_str().map(str::to_string));
-                        if reason.as_deref() != Some("Conflict") {
-                            return Ok(Response::from_parts(parts, Body::from(bytes)));
+                        match after_conflict(response, spare, || within(backoff)).await? {
+                            ControlFlow::Break(response) => return Ok(response),
+                            ControlFlow::Continue(again) => {
+                                tokio::time::sleep(backoff).await;
+                                request = again;
+                                attempt += 1;
+                                continue;
+                            }
                         }
-                        let (spare_parts, spare_body) = spare.into_parts();
-                        let sent = spare_body.collect_bytes().await?;
-                        if carries_precondition(&sent) {
-                            return Ok(Response::from_parts(parts, Body::from(bytes)));
-                        }
-                        if !within(backoff) {
-                            return Ok(Response::from_parts(parts, Body::from(bytes)));
-                        }
-                        tokio::time::sleep(backoff).await;
-                        request = Request::from_parts(spare_parts, Body::from(sent));
-                        attempt += 1;
-                        continue;
                     }
                 }
             }
@@ -321,6 +259,107 @@ pub async fn send(
         tokio::time::sleep(delay).await;
         request = spare;
         attempt += 1;
+    }
+}
+
+/// One attempt, let out by the write gate: a guarded write waits no longer than its lease lasts,
+/// says so to the server, and names the holder it was sent under.
+async fn attempt_once(
+    client: &kube::Client,
+    settings: &RetrySettings,
+    mut request: Request<Body>,
+    attempts: u32,
+) -> Result<Response<Body>, kube::Error> {
+    let admitted = match settings.gate.admit(request.method(), request.uri()) {
+        Ok(admitted) => admitted,
+        Err(why) => return Err(kube::Error::Service(Box::new(crate::error::NotHeld(why)))),
+    };
+    let timeout = admitted.as_ref().map_or(settings.request_timeout, |a| {
+        a.left.min(settings.request_timeout)
+    });
+    if let Some(admitted) = &admitted {
+        *request.uri_mut() = with_timeout(request.uri(), timeout);
+        if let Ok(holder) = http::HeaderValue::from_str(&admitted.holder) {
+            request
+                .headers_mut()
+                .insert(crate::names::LEASE_HOLDER_HEADER, holder);
+        }
+    }
+    match tokio::time::timeout(timeout, client.send(request)).await {
+        Ok(answer) => answer,
+        Err(_) => Err(kube::Error::Service(Box::new(NoAnswer {
+            timeout,
+            attempts,
+        }))),
+    }
+}
+
+/// A 409 is sent again (`Continue`, after the backoff) only when its reason is `Conflict`, the
+/// request carried no precondition and `time_left`; otherwise it is the answer (`Break`).
+async fn after_conflict(
+    response: Response<Body>,
+    spare: Request<Body>,
+    time_left: impl Fn() -> bool,
+) -> Result<ControlFlow<Response<Body>, Request<Body>>, kube::Error> {
+    let (parts, body) = response.into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|e| kube::Error::Service(e.into()))?
+        .to_bytes();
+    let reason = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v["reason"].as_str().map(str::to_string));
+    if reason.as_deref() == Some("Conflict") {
+        let (spare_parts, spare_body) = spare.into_parts();
+        let sent = spare_body.collect_bytes().await?;
+        if !carries_precondition(&sent) && time_left() {
+            return Ok(ControlFlow::Continue(Request::from_parts(
+                spare_parts,
+                Body::from(sent),
+            )));
+        }
+    }
+    Ok(ControlFlow::Break(Response::from_parts(
+        parts,
+        Body::from(bytes),
+    )))
+}
+
+/// kubectl's `-v 6` line of one attempt (method, URL, status, time), when it is asked for.
+struct RequestLine(
+    Option<(
+        crate::output::Log,
+        http::Method,
+        http::Uri,
+        std::time::Instant,
+    )>,
+);
+
+impl RequestLine {
+    fn start(settings: &RetrySettings, request: &Request<Body>) -> RequestLine {
+        RequestLine(settings.log.as_ref().map(|log| {
+            (
+                log.clone(),
+                request.method().clone(),
+                request.uri().clone(),
+                std::time::Instant::now(),
+            )
+        }))
+    }
+
+    fn end(&self, base_url: &str, answer: &Result<Response<Body>, kube::Error>) {
+        let Some((sink, method, uri, started)) = &self.0 else {
+            return;
+        };
+        let status = match answer {
+            Ok(r) => r.status().to_string(),
+            Err(e) => format!("failed ({e})"),
+        };
+        sink.line(&format!(
+            "{method} {base_url}{uri} {status} in {} milliseconds",
+            started.elapsed().as_millis()
+        ));
     }
 }
 

@@ -34,7 +34,7 @@ const HINTS: &[(&str, &str, Pasted)] = &[
         By("ready.rs", "selection_errors_and_label_selector"),
     ),
     (
-        "kube/connect.rs",
+        "kube/kubeconfig.rs",
         "kubectl config get-contexts{}",
         By(
             "cli.rs",

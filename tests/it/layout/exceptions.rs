@@ -173,16 +173,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "a sandbox tool's run, step by step; not split yet",
     ),
     (
-        "src/kube/connect.rs::connect",
-        Rule::Lines(117),
-        "a connection's steps in order (kubeconfig, allowlist, client, TLS, proxy, timeouts); to be split by step",
-    ),
-    (
-        "src/kube/retry.rs::send",
-        Rule::Lines(117),
-        "one request's attempts: the write gate, the timeout, the backoff and what each answer means; to be split",
-    ),
-    (
         "src/mover/write/delete.rs::delete_entries",
         Rule::Lines(116),
         "each object's mark, DELETE and finalizer strip as one state machine; to be split",
