@@ -17,7 +17,7 @@ use crate::names::DELETE_FOR_MOVE_ANNOTATION;
 use crate::kube::Stop;
 use crate::mover::addressing::{Writes, api, only_uid, params};
 use crate::mover::graph::schedule::Schedule;
-use crate::mover::journal::{Entry, JournalFile, entry_resource};
+use crate::mover::journal::{Entry, Journal, JournalFile, entry_resource};
 use crate::mover::progress::{Phase, Progress};
 
 /// What deleting one object came to.
@@ -149,6 +149,7 @@ pub(in crate::mover) async fn delete_step(
 }
 
 /// What [`delete_entries`] did.
+#[derive(Default)]
 pub struct Deleted {
     pub count: usize,
     pub skipped: Vec<Skipped>,
@@ -176,10 +177,7 @@ pub(in crate::mover) async fn delete_entries(
     progress: &dyn Progress,
 ) -> Result<Deleted> {
     let concurrency = concurrency.max(1);
-    let mut deleted = Deleted {
-        count: 0,
-        skipped: Vec::new(),
-    };
+    let mut deleted = Deleted::default();
     let (batches, total, save_every) = batches_to_delete(&journal.journal, &pending, concurrency);
     progress.begin(Phase::Delete, total);
     let mut gate = CopiesGate {
@@ -189,75 +187,29 @@ pub(in crate::mover) async fn delete_entries(
         waiting: Vec::new(),
     };
     for batch in batches {
-        let mut schedule =
-            Schedule::deletes(batch.into_iter().map(|(_, uid, owners)| (uid, owners)));
-        let mut queue: VecDeque<String> = schedule.take_ready().into();
+        let mut deletes = Deletes::of(batch);
         let mut in_flight = FuturesUnordered::new();
         let mut answers = Vec::new();
-        let mut failure: Option<Error> = None;
-        let mut unsaved = 0;
         loop {
             for answer in answers.drain(..) {
-                match answer {
-                    Ok::<(Entry, String, Deletion), _>((entry, meant, outcome)) => {
-                        if let Deletion::Replaced { found_uid } = outcome {
-                            deleted.skipped.push(replaced(
-                                &entry.object,
-                                &meant,
-                                &found_uid,
-                                which,
-                            ));
-                        } else {
-                            deleted.count += 1;
-                        }
-                        // Replaced is recorded too: the object this move meant is gone, and a
-                        // rerun must not try the one that took its name.
-                        if let Some(entry) = journal.journal.entry_mut(&entry.uid) {
-                            record(entry);
-                        }
-                        unsaved += 1;
-                        schedule.done(&entry.uid);
-                        queue.extend(schedule.take_ready());
-                    }
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                    }
-                }
+                deletes.take(answer, journal, &record, which, &mut deleted);
             }
-            if failure.is_none() && unsaved >= save_every {
-                unsaved = 0;
+            if deletes.failure.is_none() && deletes.unsaved >= save_every {
+                deletes.unsaved = 0;
                 if let Err(e) = journal
                     .save_alongside(concurrency, &mut in_flight, &mut answers)
                     .await
                 {
-                    failure.get_or_insert(e);
+                    deletes.failure.get_or_insert(e);
                 }
                 continue;
             }
-            while failure.is_none() && in_flight.len() < concurrency {
-                let Some(uid) = queue.pop_front() else { break };
-                // Not recorded yet, so still pending: the UID to delete is there.
-                let Some((entry, meant)) = journal
-                    .journal
-                    .entry(&uid)
-                    .and_then(|e| Some((e.clone(), pending(e)?)))
+            while deletes.failure.is_none() && in_flight.len() < concurrency {
+                let Some((entry, meant)) = deletes.next(&journal.journal, &pending, &mut gate)
                 else {
-                    continue;
+                    break;
                 };
-                if !gate.admits(&journal.journal, &entry, &pending) {
-                    continue;
-                }
-                in_flight.push(async move {
-                    stop.check()?;
-                    let reference = ObjectRef {
-                        namespace: entry.namespace().to_string(),
-                        ..entry.object.clone()
-                    };
-                    let outcome =
-                        delete_one(cluster, &entry_resource(&entry), &reference, &meant).await?;
-                    progress.done(Phase::Delete, &entry.object);
-                    Ok::<_, Error>((entry, meant, outcome))
-                });
+                in_flight.push(delete_entry(cluster, entry, meant, stop, progress));
             }
             // Answers are taken in at the top of the loop, so none wait here: nothing in flight
             // and no check under way means nothing left that can start.
@@ -265,22 +217,119 @@ pub(in crate::mover) async fn delete_entries(
                 Some(answer) = in_flight.next(), if !in_flight.is_empty() => answers.push(answer),
                 released = gate.checked(), if gate.under_way() => match released {
                     // Back in front, in the order they were taken.
-                    Ok(uids) => uids.into_iter().rev().for_each(|uid| queue.push_front(uid)),
+                    Ok(uids) => uids.into_iter().rev().for_each(|uid| deletes.queue.push_front(uid)),
                     Err(e) => {
-                        failure.get_or_insert(e);
+                        deletes.failure.get_or_insert(e);
                     }
                 },
                 else => break,
             }
         }
         journal.save().await?;
-        if let Some(e) = failure {
+        if let Some(e) = deletes.failure {
             return Err(e);
         }
-        schedule.check_finished(&format!("deleting from the {which}"))?;
+        deletes
+            .schedule
+            .check_finished(&format!("deleting from the {which}"))?;
     }
     progress.end(Phase::Delete);
     Ok(deleted)
+}
+
+/// One batch's deletes while they run: what is ready, how many are done but not saved yet, and
+/// the first failure.
+struct Deletes {
+    schedule: Schedule,
+    queue: VecDeque<String>,
+    unsaved: usize,
+    failure: Option<Error>,
+}
+
+impl Deletes {
+    fn of(batch: Vec<(usize, String, Vec<String>)>) -> Deletes {
+        let mut schedule =
+            Schedule::deletes(batch.into_iter().map(|(_, uid, owners)| (uid, owners)));
+        Deletes {
+            queue: schedule.take_ready().into(),
+            schedule,
+            unsaved: 0,
+            failure: None,
+        }
+    }
+
+    /// The next queued entry still pending (with the UID to delete) whose copies are checked.
+    fn next(
+        &mut self,
+        journal: &Journal,
+        pending: &impl Fn(&Entry) -> Option<String>,
+        gate: &mut CopiesGate,
+    ) -> Option<(Entry, String)> {
+        while let Some(uid) = self.queue.pop_front() {
+            // Not recorded yet, so still pending: the UID to delete is there.
+            let Some((entry, meant)) = journal
+                .entry(&uid)
+                .and_then(|e| Some((e.clone(), pending(e)?)))
+            else {
+                continue;
+            };
+            if gate.admits(journal, &entry, pending) {
+                return Some((entry, meant));
+            }
+        }
+        None
+    }
+
+    /// Takes in one delete's answer: counted (or skipped, when another object had taken the
+    /// name), recorded, and what it unblocks queued; the first failure is kept.
+    fn take(
+        &mut self,
+        answer: Result<(Entry, String, Deletion)>,
+        journal: &mut JournalFile,
+        record: &impl Fn(&mut Entry),
+        which: &str,
+        deleted: &mut Deleted,
+    ) {
+        let (entry, meant, outcome) = match answer {
+            Ok(answer) => answer,
+            Err(e) => {
+                self.failure.get_or_insert(e);
+                return;
+            }
+        };
+        if let Deletion::Replaced { found_uid } = outcome {
+            let skipped = replaced(&entry.object, &meant, &found_uid, which);
+            deleted.skipped.push(skipped);
+        } else {
+            deleted.count += 1;
+        }
+        // Replaced is recorded too: the object this move meant is gone, and a rerun must not try
+        // the one that took its name.
+        if let Some(entry) = journal.journal.entry_mut(&entry.uid) {
+            record(entry);
+        }
+        self.unsaved += 1;
+        self.schedule.done(&entry.uid);
+        self.queue.extend(self.schedule.take_ready());
+    }
+}
+
+/// Deletes the object of one journal entry (the UID `meant`), unless the move was stopped.
+async fn delete_entry(
+    cluster: &Cluster,
+    entry: Entry,
+    meant: String,
+    stop: &Stop,
+    progress: &dyn Progress,
+) -> Result<(Entry, String, Deletion)> {
+    stop.check()?;
+    let reference = ObjectRef {
+        namespace: entry.namespace().to_string(),
+        ..entry.object.clone()
+    };
+    let outcome = delete_one(cluster, &entry_resource(&entry), &reference, &meant).await?;
+    progress.done(Phase::Delete, &entry.object);
+    Ok((entry, meant, outcome))
 }
 
 /// Deletes to do together: (group, source UID, owners) each.
@@ -335,7 +384,7 @@ impl<'a> CopiesGate<'a> {
     /// unless another is under way.
     fn admits(
         &mut self,
-        journal: &crate::mover::journal::Journal,
+        journal: &Journal,
         entry: &Entry,
         pending: &impl Fn(&Entry) -> Option<String>,
     ) -> bool {

@@ -172,11 +172,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         Rule::Lines(103),
         "a sandbox tool's run, step by step; not split yet",
     ),
-    (
-        "src/mover/write/delete.rs::delete_entries",
-        Rule::Lines(116),
-        "each object's mark, DELETE and finalizer strip as one state machine; to be split",
-    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
