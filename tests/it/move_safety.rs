@@ -333,16 +333,7 @@ async fn objects_already_in_the_target_refuse_the_move_unless_overwriting_and_gl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_run_again_after_it_finished_succeeds_without_a_write() {
     let w = World::start(&Fixture::workload(&["w1"])).await;
-    let named = [
-        "move",
-        "foo",
-        "--context",
-        "source",
-        "--to-context",
-        "target",
-        "-n",
-        "ns1",
-    ];
+    let named = crate::move_world::move_one("foo");
     let out = w.plugin(&named).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let journal = local_journal(&w);

@@ -27,6 +27,11 @@ pub const MOVE_NS1: [&str; 7] = [
     "ns1",
 ];
 
+/// A move of one Cluster of namespace ns1, from the world's source to its target.
+pub fn move_one(cluster: &str) -> Vec<&str> {
+    [&MOVE_NS1[..1], &[cluster], &MOVE_NS1[1..]].concat()
+}
+
 /// The move of ns1 the other way, from the world's target back into its source.
 pub const MOVE_BACK: [&str; 7] = [
     "move",

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::move_world::{Fixture, World};
 
 /// Clusters foo (labelled env=prod) and bar in ns1, a Machine each.
-fn two_clusters() -> Fixture {
+pub(crate) fn two_clusters() -> Fixture {
     let mut f = Fixture::default();
     for name in ["foo", "bar"] {
         f.cluster("ns1", name, false).machine(

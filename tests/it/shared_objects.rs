@@ -6,13 +6,13 @@ use serde_json::{Value, json};
 
 use crate::common::Writes;
 
-use crate::move_world::{CORE, Fixture, INFRA, KillPoint, World, kill_at};
+use crate::move_world::{CORE, Fixture, INFRA, KillPoint, World, kill_at, move_one};
 
 const PAUSED: &str = "cluster.x-k8s.io/paused";
 
 /// Clusters foo and bar in ns1, both of ClusterClass `shared`, with a Machine each.
 fn two_clusters_of_one_class() -> Fixture {
-    let mut f = Fixture::default();
+    let mut f = crate::selection::two_clusters();
     f.add(CORE, "ClusterClass", "ns1", "shared", &[], json!({"spec": {
             "infrastructure": {"templateRef": {"apiVersion": INFRA, "kind": "DockerClusterTemplate", "name": "shared"}}}}))
         .add(
@@ -24,30 +24,12 @@ fn two_clusters_of_one_class() -> Fixture {
             json!({}),
         );
     for name in ["foo", "bar"] {
-        f.cluster("ns1", name, false).machine(
-            "ns1",
-            name,
-            &format!("{name}-m1"),
-            ("Cluster", name, true),
-            false,
-        );
         crate::agreement::edit(&mut f, "Cluster", name, |c| {
             c["spec"]["topology"] = json!({"classRef": {"name": "shared"}})
         });
     }
     f
 }
-
-const MOVE_FOO: [&str; 8] = [
-    "move",
-    "foo",
-    "--context",
-    "source",
-    "--to-context",
-    "target",
-    "-n",
-    "ns1",
-];
 
 fn class(server: &capi_sandbox::ApiServer) -> Value {
     server
@@ -73,7 +55,7 @@ fn assert_class_released(w: &World) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_class_ends_unpaused_in_the_source_and_the_next_move_proceeds() {
     let w = World::start(&two_clusters_of_one_class()).await;
-    let out = w.plugin(&MOVE_FOO).await;
+    let out = w.plugin(&move_one("foo")).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_class_released(&w);
     // The move did pause it while it ran (and nothing else of the source's stays changed).
@@ -87,9 +69,7 @@ async fn a_shared_class_ends_unpaused_in_the_source_and_the_next_move_proceeds()
         .collect();
     assert_eq!(class_patches.len(), 2, "{class_patches:?}");
 
-    let mut bar = MOVE_FOO;
-    bar[1] = "bar";
-    let out = w.plugin(&bar).await;
+    let out = w.plugin(&move_one("bar")).await;
     assert_eq!(
         out.code, 0,
         "the next Cluster of the class moves: {}",
@@ -104,9 +84,9 @@ async fn a_killed_move_releases_the_shared_class_on_rollback_and_on_resume() {
     for (how, flag) in [("rolled back", "--rollback"), ("resumed", "--resume")] {
         let w = World::start(&two_clusters_of_one_class()).await;
         // Killed once the source is paused (the journal says Creating).
-        assert!(kill_at(&w, &MOVE_FOO, KillPoint::JournalWrites(2)).await);
+        assert!(kill_at(&w, &move_one("foo"), KillPoint::JournalWrites(2)).await);
         assert!(paused(&class(&w.source)), "the move paused the class first");
-        let mut args = MOVE_FOO.to_vec();
+        let mut args = move_one("foo");
         args.push(flag);
         let out = w.plugin(&args).await;
         assert_eq!(out.code, 0, "{how}: {}", out.stderr);
