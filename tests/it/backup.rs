@@ -110,14 +110,7 @@ async fn directory_backup_and_restore_round_trip() {
         TARGET_CONTEXT,
     ];
     let again = pair.plugin(&restore_args).await;
-    assert_eq!(again.code, 1, "{}", again.stderr);
-    assert!(
-        again.stderr.contains(
-            "Cluster default/saved already exists in the target and was not created by this move; delete it there or pass --overwrite-existing"
-        ),
-        "{}",
-        again.stderr
-    );
+    again.assert_stderr(1, "Cluster default/saved already exists in the target and was not created by this move; delete it there or pass --overwrite-existing");
     assert_eq!(plugin_writes(), writes_before);
     let mut overwrite = restore_args.to_vec();
     overwrite.push("--overwrite-existing");
@@ -206,12 +199,7 @@ async fn backups_and_restores_check_before_they_write() {
     let writes_before = pair.env.target.server.writes().len();
     for path in [&empty, &no_capi] {
         let out = restore(path).await;
-        assert_eq!(out.code, 2, "{}", out.stderr);
-        assert!(
-            out.stderr.contains("holds no Cluster API objects"),
-            "{}",
-            out.stderr
-        );
+        out.assert_stderr(2, "holds no Cluster API objects");
     }
     let backup = dir.join("backup");
     let out = pair
@@ -224,12 +212,7 @@ async fn backups_and_restores_check_before_they_write() {
     ca["data"]["blob"] = serde_json::json!("x".repeat(4 << 20));
     std::fs::write(&ca_file, ca.to_string()).unwrap();
     let out = restore(&backup).await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("restore refused by its preflight, nothing was written: the target cluster rejects secret/saved-ca: Request entity too large"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(1, "restore refused by its preflight, nothing was written: the target cluster rejects secret/saved-ca: Request entity too large");
     assert_eq!(
         pair.env
             .target

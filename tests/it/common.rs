@@ -33,6 +33,16 @@ pub struct Output {
     pub stderr: String,
 }
 
+impl Output {
+    /// Asserts that the command exited with `code` and said `text` on stderr (showing stderr
+    /// when it did not).
+    #[track_caller]
+    pub fn assert_stderr(&self, code: i32, text: &str) {
+        assert_eq!(self.code, code, "{}", self.stderr);
+        assert!(self.stderr.contains(text), "{}", self.stderr);
+    }
+}
+
 impl From<std::process::Output> for Output {
     /// A process killed by a signal has no code: -1.
     fn from(output: std::process::Output) -> Output {

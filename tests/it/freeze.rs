@@ -584,8 +584,7 @@ async fn selection_is_required_and_unacknowledged_freezes_warn() {
     let out = sandbox
         .plugin(&["pause", "quiet", "--wait", "--timeout", "5s"])
         .await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stderr.contains("machinedeployment.cluster.x-k8s.io/quiet-md not acknowledged: controller does not report Paused"), "{}", out.stderr);
+    out.assert_stderr(0, "machinedeployment.cluster.x-k8s.io/quiet-md not acknowledged: controller does not report Paused");
     assert!(
         out.stderr.contains("is managed by an autoscaler"),
         "{}",

@@ -111,13 +111,9 @@ async fn a_selector_selects_clusters_for_move_exactly() {
     let out = w
         .plugin(&[&MOVE_NS1[..], &["bar", "-l", "env=prod", "--dry-run"]].concat())
         .await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr.contains(
-            "no Clusters named bar match -l env=prod in namespace ns1; nothing was moved"
-        ),
-        "{}",
-        out.stderr
+    out.assert_stderr(
+        1,
+        "no Clusters named bar match -l env=prod in namespace ns1; nothing was moved",
     );
     assert_plugin_wrote_nothing(&w, "");
 
@@ -490,13 +486,7 @@ async fn ctrl_c_during_the_dry_runs_removes_the_namespaces_they_needed() {
     }
     assert!(w.target.object("", "namespaces", "", "ns1").is_some());
     let out = crate::common::interrupt(child).await;
-    assert_eq!(out.code, 130, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("interrupted before the move's first write"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(130, "interrupted before the move's first write");
     assert!(w.target.object("", "namespaces", "", "ns1").is_none());
     assert!(
         w.source
@@ -541,13 +531,7 @@ async fn verify_selects_moved_clusters_by_label_too() {
         .collect();
     assert_eq!(names, ["foo"], "{}", out.stdout);
     let out = verify("env=nomatch").await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("no moved Clusters match -l env=nomatch in namespace ns1"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(1, "no moved Clusters match -l env=nomatch in namespace ns1");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -742,14 +726,7 @@ async fn a_refusal_by_the_dry_runs_says_what_it_wrote_and_undid() {
         .dry_run(true),
     );
     let out = w.plugin(&MOVE_NS1).await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr.contains(
-            "the namespace(s) ns1 its dry runs needed were created in the target and removed again, nothing else was written"
-        ),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(1, "the namespace(s) ns1 its dry runs needed were created in the target and removed again, nothing else was written");
     assert!(w.target.object("", "namespaces", "", "ns1").is_none());
 }
 

@@ -224,12 +224,9 @@ async fn clusters_paused_by_an_interrupted_move_are_refused_with_how_to_continue
     );
     // Another move of the namespace (another journal) finds foo paused by that move.
     let out = w.plugin(&MOVE_NS1).await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("a kubectl-capi move paused it and did not finish: continue it with `"),
-        "{}",
-        out.stderr
+    out.assert_stderr(
+        1,
+        "a kubectl-capi move paused it and did not finish: continue it with `",
     );
     assert!(!out.stderr.contains("kubectl patch"), "{}", out.stderr);
     let hint = out
@@ -304,13 +301,9 @@ async fn a_shared_object_this_pair_copied_is_reused_both_ways_and_never_overwrit
                 "labels": {crate::move_world::MOVE_LABEL: ""}}}))
         .unwrap();
     let out = w.plugin(&forward(&["foo"])).await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr.contains(
-            "Secret ns1/cloud-config already exists in the target and was not created by this move"
-        ),
-        "{}",
-        out.stderr
+    out.assert_stderr(
+        1,
+        "Secret ns1/cloud-config already exists in the target and was not created by this move",
     );
 }
 
@@ -338,13 +331,7 @@ async fn an_interrupted_journal_with_nothing_left_to_do_is_closed() {
     }
     w.source.collect_garbage();
     let out = w.plugin(&[&MOVE_NS1[..], &["--resume"]].concat()).await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("had nothing left to do; its journal is closed"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(0, "had nothing left to do; its journal is closed");
     let (_, text) = the_journal(&w);
     let closed: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(closed["stage"], "done");

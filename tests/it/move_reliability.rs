@@ -179,12 +179,7 @@ async fn a_move_killed_at_any_write_converges_when_run_again() {
         if killed % 4 == 0 {
             let before = world.writes_per_server();
             let again = world.plugin(&args).await;
-            assert_eq!(again.code, 0, "{}", again.stderr);
-            assert!(
-                again.stderr.contains("nothing left to move"),
-                "{}",
-                again.stderr
-            );
+            again.assert_stderr(0, "nothing left to move");
             assert!(world.writes_since(before).is_empty());
         }
     }
@@ -280,12 +275,7 @@ async fn rollback_before_deletion_restores_the_source_and_cleans_the_target() {
         "killed while deleting"
     );
     let refused = w.plugin(&rollback).await;
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
-    assert!(
-        refused.stderr.contains("rollback refused"),
-        "{}",
-        refused.stderr
-    );
+    refused.assert_stderr(1, "rollback refused");
     let mut resume = args.to_vec();
     resume.push("--resume");
     assert_eq!(w.plugin(&resume).await.code, 0);

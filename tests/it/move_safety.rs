@@ -95,8 +95,7 @@ async fn one_cluster_as_source_and_target_is_refused_before_any_write() {
     // namespace its dry-run creates needed stays.
     let target_before = end_state(&w.target);
     let out = w.move_with(&["-n", "ns1", "--dry-run=server"]).await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stderr.contains("preflight passed"), "{}", out.stderr);
+    out.assert_stderr(0, "preflight passed");
     assert_eq!(end_state(&w.target), target_before);
     assert!(w.target.object("", "namespaces", "", "ns1").is_none());
 }
@@ -140,11 +139,9 @@ async fn a_rollback_never_removes_an_object_someone_put_in_place_of_the_copy() {
     assert_ne!(theirs["metadata"]["uid"], copy["metadata"]["uid"]);
 
     let out = w.move_with(&["-n", "ns1", "--rollback"]).await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("cluster.cluster.x-k8s.io/foo: not deleted: the target holds another object of that name"),
-        "{}",
-        out.stderr
+    out.assert_stderr(
+        0,
+        "cluster.cluster.x-k8s.io/foo: not deleted: the target holds another object of that name",
     );
     let survivor = w
         .target
@@ -198,12 +195,7 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
     w.source.inject(refuse_delete("clusters", "foo"));
     let resume = ["-n", "ns1", "--resume"];
     let out = w.move_with(&resume).await;
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("cluster.x-k8s.io/foo"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(2, "cluster.x-k8s.io/foo");
 
     // Every object gone from the source is recorded as deleted, siblings of the failure too.
     let journal = local_journal(&w);
@@ -353,21 +345,11 @@ async fn a_move_run_again_after_it_finished_succeeds_without_a_write() {
     let before = w.writes_per_server();
     // Its Cluster is gone from the source and in the target, as the record says: done, exit 0.
     let out = w.plugin(&named).await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("nothing left to move"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(0, "nothing left to move");
     // The whole namespace again: nothing left to move, said with the record's time.
     for _ in 0..2 {
         let out = w.plugin(&MOVE_NS1).await;
-        assert_eq!(out.code, 0, "{}", out.stderr);
-        assert!(
-            out.stderr.contains("nothing to move in namespace ns1"),
-            "{}",
-            out.stderr
-        );
+        out.assert_stderr(0, "nothing to move in namespace ns1");
     }
     // From another machine (no local record): nothing to move, not an error.
     let out = w
@@ -478,12 +460,7 @@ async fn a_stale_journal_of_a_move_finished_elsewhere_is_never_acted_on() {
         out.stderr
     );
     let out = w.plugin(&MOVE_NS1).await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("was finished from elsewhere"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(0, "was finished from elsewhere");
     assert!(
         w.writes_since(before).is_empty(),
         "{:?}",
@@ -547,12 +524,7 @@ async fn a_rollback_refuses_a_local_journal_behind_the_copy_in_the_source() {
     };
     let target_before = objects(&w.target);
     let out = w.move_with(&["-n", "ns1", "--rollback"]).await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("the move was continued elsewhere"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(1, "the move was continued elsewhere");
     assert_eq!(objects(&w.target), target_before);
 }
 

@@ -72,13 +72,9 @@ async fn a_paused_cluster_class_no_cluster_uses_refuses_the_move() {
         let mut args = MOVE_NS1.to_vec();
         args.extend_from_slice(extra);
         let out = w.plugin(&args).await;
-        assert_eq!(out.code, 1, "{}", out.stderr);
-        assert!(
-            out.stderr.contains(
-                "  cannot start operation while the following ClusterClasses are paused: ns1/class1\n"
-            ),
-            "{}",
-            out.stderr
+        out.assert_stderr(
+            1,
+            "  cannot start operation while the following ClusterClasses are paused: ns1/class1\n",
         );
     }
     assert!(w.plugin_writes().is_empty(), "nothing written");

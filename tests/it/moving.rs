@@ -780,12 +780,7 @@ async fn the_whole_story_connects_each_end_once() {
     let out = pair
         .move_(&["once", "--freeze", "--wait-ready", "--verify"])
         .await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("once-control-plane resumed"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(0, "once-control-plane resumed");
     for (end, managed) in [("source", &pair.env.source), ("target", &pair.env.target)] {
         let requests: Vec<_> = managed
             .server

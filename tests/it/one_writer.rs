@@ -341,14 +341,7 @@ async fn the_lease_permissions_are_reviewed_and_a_move_without_them_writes_nothi
     let out = w
         .plugin(&[&MOVE_NS1[..], &["--dry-run=server"]].concat())
         .await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr.contains(
-            "missing permission in the source cluster: create leases.coordination.k8s.io in namespace kube-system"
-        ),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(1, "missing permission in the source cluster: create leases.coordination.k8s.io in namespace kube-system");
     let out = w.plugin(&MOVE_NS1).await;
     assert_eq!(out.code, 1, "a missing permission refuses: {}", out.stderr);
     assert!(
@@ -509,13 +502,7 @@ async fn backups_restores_and_dry_runs_respect_a_live_lease() {
             backup.to_str().unwrap(),
         ])
         .await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("`kubectl capi pause --all -n ns1` (process 777"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(1, "`kubectl capi pause --all -n ns1` (process 777");
     assert_eq!(w.writes_per_server(), before, "nothing written");
 }
 
@@ -781,13 +768,7 @@ async fn stopped_past_its_lease(from_here: bool) -> World {
         true => w.plugin(&rollback).await,
         false => intrude(&w, &rollback).await,
     };
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("stayed unrenewed for 2s while this command watched it"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(0, "stayed unrenewed for 2s while this command watched it");
     let by_the_holder = || {
         [&w.source, &w.target]
             .iter()
@@ -990,8 +971,7 @@ async fn a_takeover_whose_answer_was_lost_is_read_back_as_this_commands_own() {
             "1s",
         ])
         .await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stderr.contains("took over the lease"), "{}", out.stderr);
+    out.assert_stderr(0, "took over the lease");
     assert!(!out.stderr.contains("at the same moment"), "{}", out.stderr);
     assert!(w.source.lease().is_none(), "released at the end");
 }

@@ -97,12 +97,7 @@ async fn a_move_into_the_workload_cluster_itself_goes_through_its_secret_and_wri
     // Run again: the Cluster and its Secret are in the target now, reached through the copy
     // the source keeps; the finished move says so.
     let again = pair.plugin(&["move", "w1", "--to-cluster", "w1"]).await;
-    assert_eq!(again.code, 0, "{}", again.stderr);
-    assert!(
-        again.stderr.contains("nothing left to move"),
-        "{}",
-        again.stderr
-    );
+    again.assert_stderr(0, "nothing left to move");
     // Without that copy, the local record alone says it — for the Cluster it moved only.
     capi_sandbox::api::delete(
         &pair.env.source.server.client(),
@@ -280,12 +275,7 @@ async fn a_pivot_killed_after_its_secret_left_the_source_resumes_through_the_kub
 async fn ready_checks_the_workload_cluster_a_pivot_would_move_into() {
     let pair = self_hosted().await;
     let out = pair.plugin(&["ready", "w1", "--to-cluster", "w1"]).await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("runs every provider the source does"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr(0, "runs every provider the source does");
     capi_sandbox::api::delete(
         &pair.env.target.server.client(),
         "clusterctl.cluster.x-k8s.io/v1alpha3",
@@ -655,12 +645,7 @@ async fn after_a_pivot_another_cluster_moves_into_it_and_the_printed_commands_wo
     );
 
     let again = pair.plugin(&["move", "w1", "--to-cluster", "w1"]).await;
-    assert_eq!(again.code, 0, "{}", again.stderr);
-    assert!(
-        again.stderr.contains("nothing left to move"),
-        "{}",
-        again.stderr
-    );
+    again.assert_stderr(0, "nothing left to move");
 
     let ready = pair.plugin(&["ready", "w2", "--to-cluster", "w1"]).await;
     assert_eq!(ready.code, 0, "{}", ready.stderr);

@@ -116,13 +116,7 @@ async fn names_with_a_selector_select_the_named_clusters_that_match() {
 
     // Named Clusters none of which matches: refused, nothing written.
     let none = w.move_with(&["bar", "-l", "env=prod", "-n", "ns1"]).await;
-    assert_eq!(none.code, 1, "{}", none.stderr);
-    assert!(
-        none.stderr
-            .contains("no Clusters named bar match -l env=prod"),
-        "{}",
-        none.stderr
-    );
+    none.assert_stderr(1, "no Clusters named bar match -l env=prod");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

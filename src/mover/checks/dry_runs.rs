@@ -12,6 +12,7 @@ use crate::model::ObjectRef;
 use crate::mover::addressing::{api, type_of};
 use crate::mover::checks::findings::{Preflight, Refusal, ThisMove};
 use crate::mover::graph::discover::MoveType;
+use crate::mover::graph::object_graph::Node;
 use crate::mover::graph::plan::MovePlan;
 use crate::mover::write::create::target_body;
 use crate::mover::write::namespaces::{
@@ -19,23 +20,17 @@ use crate::mover::write::namespaces::{
     remove_namespaces,
 };
 
+/// Planned objects found in the target: (source UID, node, the UID there) each.
+type InTarget<'p> = Vec<(&'p String, &'p Node, String)>;
+
 /// The planned objects that are in the target already (one lean LIST per kind and namespace,
 /// read-only): each with the UID it has there. A kind the target does not serve has none.
 pub(crate) async fn existing_in_target<'p>(
     plan: &'p MovePlan,
     types: &[MoveType],
     target: &Cluster,
-) -> Result<
-    Vec<(
-        &'p String,
-        &'p crate::mover::graph::object_graph::Node,
-        String,
-    )>,
-> {
-    let mut lists: BTreeMap<
-        (String, String),
-        Vec<(&String, &crate::mover::graph::object_graph::Node)>,
-    > = BTreeMap::new();
+) -> Result<InTarget<'p>> {
+    let mut lists: BTreeMap<(String, String), Vec<(&String, &Node)>> = BTreeMap::new();
     for uid in plan.groups.iter().flatten() {
         let node = plan.node(uid);
         let Some(t) = type_of(types, &node.reference) else {
@@ -51,7 +46,7 @@ pub(crate) async fn existing_in_target<'p>(
             .or_default()
             .push((uid, node));
     }
-    let mut found: Vec<(&String, &crate::mover::graph::object_graph::Node, String)> = Vec::new();
+    let mut found: InTarget = Vec::new();
     for ((_, namespace), nodes) in lists {
         let t = type_of(types, &nodes[0].1.reference).expect("grouped by type");
         // (A kind the target does not serve has none; served_kinds refuses the move.)
@@ -80,7 +75,7 @@ pub(in crate::mover) struct Judged {
 /// copies from an earlier attempt, or to be overwritten (`--overwrite-existing`); reused when an
 /// earlier move between these clusters made them (its records pair the UIDs); else refused.
 pub(in crate::mover) async fn judge_existing(
-    existing: Vec<(&String, &crate::mover::graph::object_graph::Node, String)>,
+    existing: InTarget<'_>,
     target: &Cluster,
     this_move: &ThisMove<'_>,
 ) -> Result<Judged> {
@@ -245,7 +240,7 @@ async fn namespaces_for_dry_runs(
 /// One object to dry-run create: its source UID, node and type.
 type DryRun<'p> = (
     &'p String,
-    &'p crate::mover::graph::object_graph::Node,
+    &'p Node,
     &'p MoveType,
     &'p std::sync::Arc<DynamicObject>,
 );
@@ -258,11 +253,7 @@ async fn dry_run_each<'p>(
     plan: &'p MovePlan,
     dry_runs: impl Iterator<Item = DryRun<'p>>,
     concurrency: usize,
-) -> Vec<(
-    &'p String,
-    &'p crate::mover::graph::object_graph::Node,
-    kube::Result<()>,
-)> {
+) -> Vec<(&'p String, &'p Node, kube::Result<()>)> {
     stream::iter(dry_runs.map(|(uid, node, t, object)| async move {
         let (body, _) = target_body(plan, (object, node.content.as_deref()), &HashMap::new());
         let object: DynamicObject = serde_json::from_value(body).expect("valid body");
@@ -286,21 +277,11 @@ async fn dry_run_each<'p>(
 /// The dry runs' answers: a rejection is a refusal; an object there already (since the caller
 /// looked, or for a restore never looked) is returned with its UID there, to be judged.
 async fn sort_answers<'p>(
-    answers: Vec<(
-        &'p String,
-        &'p crate::mover::graph::object_graph::Node,
-        kube::Result<()>,
-    )>,
+    answers: Vec<(&'p String, &'p Node, kube::Result<()>)>,
     types: &[MoveType],
     target: &Cluster,
     failures: &mut Vec<Refusal>,
-) -> Result<
-    Vec<(
-        &'p String,
-        &'p crate::mover::graph::object_graph::Node,
-        String,
-    )>,
-> {
+) -> Result<InTarget<'p>> {
     let mut appeared = Vec::new();
     for (uid, node, result) in answers {
         match result {
