@@ -97,27 +97,30 @@ fn machine_template_spec() -> Value {
 }
 
 /// What a real object of this kind carries beyond the fixture's skeleton (merged into it).
+/// A Cluster API Secret's data, as large as a real one of its name: a kubeconfig, a
+/// certificate and key, or bootstrap data.
+fn secret_data(name: &str) -> Value {
+    if name.ends_with("-kubeconfig") {
+        json!({"value": filler(name, 5600)})
+    } else if ["-ca", "-etcd", "-proxy", "-sa"]
+        .iter()
+        .any(|s| name.ends_with(s))
+    {
+        json!({"tls.crt": filler(name, 1500), "tls.key": filler(&format!("{name}.key"), 2300)})
+    } else {
+        // Bootstrap data: a control plane's carries every certificate of the cluster.
+        let size = if name.contains("-cp-") { 20000 } else { 4000 };
+        json!({"format": "Y2xvdWQtY29uZmln", "value": filler(name, size)})
+    }
+}
+
 fn real_parts(object: &Value) -> Value {
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
     let cluster = object["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"]
         .as_str()
         .unwrap_or_default();
     match object["kind"].as_str().unwrap_or_default() {
-        "Secret" => {
-            let data = if name.ends_with("-kubeconfig") {
-                json!({"value": filler(name, 5600)})
-            } else if ["-ca", "-etcd", "-proxy", "-sa"]
-                .iter()
-                .any(|s| name.ends_with(s))
-            {
-                json!({"tls.crt": filler(name, 1500), "tls.key": filler(&format!("{name}.key"), 2300)})
-            } else {
-                // Bootstrap data: a control plane's carries every certificate of the cluster.
-                let size = if name.contains("-cp-") { 20000 } else { 4000 };
-                json!({"format": "Y2xvdWQtY29uZmln", "value": filler(name, size)})
-            };
-            json!({"type": "cluster.x-k8s.io/secret", "data": data})
-        }
+        "Secret" => json!({"type": "cluster.x-k8s.io/secret", "data": secret_data(name)}),
         "Cluster" => json!({
             "spec": {"clusterNetwork": {"pods": {"cidrBlocks": ["192.168.0.0/16"]}, "services": {"cidrBlocks": ["10.128.0.0/12"]}, "serviceDomain": "cluster.local"},
                 "controlPlaneEndpoint": {"host": "172.18.0.3", "port": 6443}},

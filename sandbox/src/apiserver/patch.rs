@@ -122,13 +122,7 @@ fn strategic_at<'a>(
                 let existing = map
                     .entry(key.clone())
                     .or_insert_with(|| Value::Array(Vec::new()));
-                if let Some(list) = existing.as_array_mut() {
-                    for item in items {
-                        if !list.contains(item) {
-                            list.push(item.clone());
-                        }
-                    }
-                }
+                union_into(existing, items);
             } else {
                 map.insert(key.clone(), value.clone());
             }
@@ -149,6 +143,17 @@ fn strategic_at<'a>(
         map.retain(|k, _| retain.iter().any(|r| r.as_str() == Some(k)));
     }
     Ok(())
+}
+
+/// A set list (finalizers) patched: the items it lacks added, in the patch's order.
+fn union_into(existing: &mut Value, items: &[Value]) {
+    if let Some(list) = existing.as_array_mut() {
+        for item in items {
+            if !list.contains(item) {
+                list.push(item.clone());
+            }
+        }
+    }
 }
 
 fn merge_keyed_list(existing: &mut Value, items: &[Value], key: &str) -> ApiResult<()> {

@@ -240,6 +240,28 @@ fn delete_cluster(ctx: &mut Ctx, cluster: &Value, infra: Option<&Value>) {
     }
 }
 
+/// The block-move protocol: once its Cluster is paused, a DockerCluster finishes pausing, then
+/// lets the move go on (its annotation removed).
+fn release_block_move(ctx: &mut Ctx, infra: &Value, cluster: Option<&Value>) {
+    if ctx.config.block_move
+        && annotated(infra, BLOCK_MOVE)
+        && cluster.is_some_and(|c| c["spec"]["paused"] == true)
+    {
+        let k = Ctx::key(infra);
+        if ctx.waited(
+            &k,
+            "block-move-release",
+            ctx.config.delays.block_move_release,
+        ) {
+            ctx.patch(
+                "DockerCluster",
+                infra,
+                json!({"metadata": {"annotations": {BLOCK_MOVE: null}}}),
+            );
+        }
+    }
+}
+
 pub fn reconcile_docker_cluster(ctx: &mut Ctx, infra: &Value) {
     let world = ctx.world;
     let shape = ctx.shape;
@@ -253,24 +275,7 @@ pub fn reconcile_docker_cluster(ctx: &mut Ctx, infra: &Value) {
     let cluster_name = cluster.map(name).unwrap_or(name(infra)).to_string();
     let key = load_balancer_key(namespace(infra), &cluster_name);
     if ctx.ensure_paused("DockerCluster", infra, cluster) {
-        // The block-move protocol: finish pausing, then let the move go on.
-        if ctx.config.block_move
-            && annotated(infra, BLOCK_MOVE)
-            && cluster.is_some_and(|c| c["spec"]["paused"] == true)
-        {
-            let k = Ctx::key(infra);
-            if ctx.waited(
-                &k,
-                "block-move-release",
-                ctx.config.delays.block_move_release,
-            ) {
-                ctx.patch(
-                    "DockerCluster",
-                    infra,
-                    json!({"metadata": {"annotations": {BLOCK_MOVE: null}}}),
-                );
-            }
-        }
+        release_block_move(ctx, infra, cluster);
         return;
     }
     if deleting(infra) {

@@ -8,7 +8,7 @@ use super::context::Ctx;
 use super::machine::{has_node, node_healthy};
 use super::pause::is_paused;
 use super::shape::{Cond, Shape};
-use super::world::{deleting, name, namespace, uid};
+use super::world::{World, deleting, name, namespace, uid};
 
 fn selected(selector: &Value, machine: &Value) -> bool {
     selector["matchLabels"]
@@ -16,6 +16,17 @@ fn selected(selector: &Value, machine: &Value) -> bool {
         .into_iter()
         .flatten()
         .all(|(k, v)| machine["metadata"]["labels"].get(k) == Some(v))
+}
+
+/// The Machines of `cluster` that `mhc` selects and that are not being deleted.
+fn targets_of<'w>(world: &'w World, mhc: &Value, cluster: &Value) -> Vec<&'w Value> {
+    world
+        .all("Machine")
+        .iter()
+        .filter(|m| namespace(m) == namespace(mhc) && !deleting(m))
+        .filter(|m| world.cluster_of(m).is_some_and(|c| uid(c) == uid(cluster)))
+        .filter(|m| selected(&mhc["spec"]["selector"], m))
+        .collect()
 }
 
 pub fn reconcile(ctx: &mut Ctx, mhc: &Value) {
@@ -36,13 +47,7 @@ pub fn reconcile(ctx: &mut Ctx, mhc: &Value) {
         .as_u64()
         .map(std::time::Duration::from_secs)
         .unwrap_or(ctx.config.health_check_timeout);
-    let targets: Vec<&Value> = world
-        .all("Machine")
-        .iter()
-        .filter(|m| namespace(m) == namespace(mhc) && !deleting(m))
-        .filter(|m| world.cluster_of(m).is_some_and(|c| uid(c) == uid(cluster)))
-        .filter(|m| selected(&mhc["spec"]["selector"], m))
-        .collect();
+    let targets = targets_of(world, mhc, cluster);
     let time = ctx.time.clone();
     let mut healthy = 0;
     for machine in &targets {

@@ -71,40 +71,8 @@ pub async fn apiserver(options: &Options) -> anyhow::Result<Vec<Figure>> {
     ensure_namespace(&client, "listed").await?;
     ensure_namespace(&client, "bulk").await?;
 
-    // Sequential in-process creates: the latency of one create.
     let listed: Api<DynamicObject> = Api::namespaced_with(client.clone(), "listed", &resource);
-    let mut latencies = Vec::with_capacity(options.listed);
-    let started = Instant::now();
-    for i in 0..options.listed {
-        let t = Instant::now();
-        listed
-            .create(
-                &PostParams::default(),
-                &machine(&format!("m-{i:06}"), "listed"),
-            )
-            .await?;
-        latencies.push(t.elapsed());
-    }
-    let sequential = started.elapsed();
-    latencies.sort();
-    figures.push(Figure {
-        what: format!(
-            "create, in-process, sequential ({} objects)",
-            options.listed
-        ),
-        value: format!(
-            "{:.0} objects/s",
-            options.listed as f64 / sequential.as_secs_f64()
-        ),
-    });
-    figures.push(Figure {
-        what: "create latency p50 / p99".into(),
-        value: format!(
-            "{} / {}",
-            ms(percentile(&latencies, 0.5)),
-            ms(percentile(&latencies, 0.99))
-        ),
-    });
+    figures.extend(sequential_creates(&listed, options.listed).await?);
 
     // Concurrent creates up to the capacity target.
     let remaining = options.objects.saturating_sub(options.listed);
@@ -144,6 +112,41 @@ pub async fn apiserver(options: &Options) -> anyhow::Result<Vec<Figure>> {
 
     figures.extend(list_timings(&server, &listed).await?);
     Ok(figures)
+}
+
+/// Sequential in-process creates of `count` Machines: the latency of one create.
+async fn sequential_creates(
+    listed: &Api<DynamicObject>,
+    count: usize,
+) -> anyhow::Result<Vec<Figure>> {
+    let mut latencies = Vec::with_capacity(count);
+    let started = Instant::now();
+    for i in 0..count {
+        let t = Instant::now();
+        listed
+            .create(
+                &PostParams::default(),
+                &machine(&format!("m-{i:06}"), "listed"),
+            )
+            .await?;
+        latencies.push(t.elapsed());
+    }
+    let sequential = started.elapsed();
+    latencies.sort();
+    Ok(vec![
+        Figure {
+            what: format!("create, in-process, sequential ({count} objects)"),
+            value: format!("{:.0} objects/s", count as f64 / sequential.as_secs_f64()),
+        },
+        Figure {
+            what: "create latency p50 / p99".into(),
+            value: format!(
+                "{} / {}",
+                ms(percentile(&latencies, 0.5)),
+                ms(percentile(&latencies, 0.99))
+            ),
+        },
+    ])
 }
 
 /// LIST of the listed namespace, in-process and over HTTP, whole and paginated (best of 5 each).

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
+use capi_sandbox::apiserver::control::RequestRecord;
 use capi_sandbox::apiserver::{KubeconfigEntry, write_kubeconfig};
 use capi_sandbox::crds::{self, Dialect};
 use capi_sandbox::fixture::Fixture;
@@ -285,33 +286,14 @@ async fn timed_move(
     let cpu_seconds = children_cpu_seconds() - cpu_before;
     anyhow::ensure!(status.success(), "the move failed ({status})");
     let summary: Value = serde_json::from_str(&summary.await??)?;
-    let agent = |r: &capi_sandbox::apiserver::control::RequestRecord| {
-        r.agent == kubectl_capi::kube::connect::USER_AGENT
-    };
-    let requests = [&pair.source, &pair.target]
-        .iter()
-        .map(|s| s.requests().iter().filter(|r| agent(r)).count())
-        .sum();
-    let writes = [&pair.source, &pair.target]
-        .iter()
-        .map(|s| s.mutations().iter().filter(|r| agent(r)).count())
-        .sum();
-    let reads = [&pair.source, &pair.target]
-        .iter()
-        .map(|s| {
-            s.requests()
-                .iter()
-                .filter(|r| agent(r) && matches!(r.verb.as_str(), "get" | "list" | "watch"))
-                .count()
-        })
-        .sum();
+    let is_read = |r: &RequestRecord| matches!(r.verb.as_str(), "get" | "list" | "watch");
     Ok(MoveRun {
         concurrency,
         objects: pair.objects.len(),
         seconds,
-        requests,
-        writes,
-        reads,
+        requests: plugin_requests(&pair, |_| true),
+        writes: plugin_requests(&pair, RequestRecord::is_mutation),
+        reads: plugin_requests(&pair, is_read),
         peak_rss_mib: peak as f64 / 1024.0,
         cpu_seconds,
         in_flight: in_flight(
@@ -321,6 +303,19 @@ async fn timed_move(
         ),
         phases: summary["phases"].clone(),
     })
+}
+
+/// The plugin's requests to either server of `pair` that `which` counts.
+fn plugin_requests(pair: &Pair, which: impl Fn(&RequestRecord) -> bool) -> usize {
+    [&pair.source, &pair.target]
+        .iter()
+        .map(|s| {
+            s.requests()
+                .iter()
+                .filter(|r| r.agent == kubectl_capi::kube::connect::USER_AGENT && which(r))
+                .count()
+        })
+        .sum()
 }
 
 /// One move with `options.concurrency`, measured (no sequential run, no ceiling).
@@ -362,24 +357,7 @@ async fn raw_ceiling(
     )
     .await?;
     let started = Instant::now();
-    let bodies: Vec<Value> = pair
-        .objects
-        .iter()
-        .map(|o| {
-            let mut body = o.clone();
-            let meta = body["metadata"].as_object_mut().expect("metadata");
-            for key in [
-                "uid",
-                "resourceVersion",
-                "creationTimestamp",
-                "managedFields",
-                "ownerReferences",
-            ] {
-                meta.remove(key);
-            }
-            body
-        })
-        .collect();
+    let bodies: Vec<Value> = pair.objects.iter().map(create_body).collect();
     let touch = json!({"metadata": {"annotations": {"bench.capi-sandbox/touched": "true"}}});
     let touch = &touch;
     let created: Vec<anyhow::Result<()>> = stream::iter(bodies.iter().map(|b| {
@@ -423,6 +401,23 @@ async fn raw_ceiling(
         seconds,
         in_flight(&pair.source.requests(), &pair.target.requests(), ""),
     ))
+}
+
+/// `object` as a create sends it: without what the server sets, and without owners (the
+/// ceiling creates in any order).
+fn create_body(object: &Value) -> Value {
+    let mut body = object.clone();
+    let meta = body["metadata"].as_object_mut().expect("metadata");
+    for key in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "managedFields",
+        "ownerReferences",
+    ] {
+        meta.remove(key);
+    }
+    body
 }
 
 async fn patch_object(client: &kube::Client, object: &Value, patch: &Value) -> anyhow::Result<()> {

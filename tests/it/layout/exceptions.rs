@@ -38,23 +38,8 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "one verb's answer as kube-apiserver gives it, step by step; not split yet",
     ),
     (
-        "sandbox/src/apiserver/handler/non_resource.rs::non_resource",
-        Rule::Lines(84),
-        "one verb's answer as kube-apiserver gives it, step by step; not split yet",
-    ),
-    (
         "sandbox/src/apiserver/handler/reads.rs::list",
         Rule::Lines(104),
-        "one verb's answer as kube-apiserver gives it, step by step; not split yet",
-    ),
-    (
-        "sandbox/src/apiserver/handler/reads.rs::start_watch",
-        Rule::Lines(83),
-        "one verb's answer as kube-apiserver gives it, step by step; not split yet",
-    ),
-    (
-        "sandbox/src/apiserver/handler/writes.rs::patch",
-        Rule::Lines(94),
         "one verb's answer as kube-apiserver gives it, step by step; not split yet",
     ),
     (
@@ -63,18 +48,8 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "one verb's answer as kube-apiserver gives it, step by step; not split yet",
     ),
     (
-        "sandbox/src/apiserver/ops/lifecycle.rs::delete",
-        Rule::Lines(88),
-        "one verb's answer as kube-apiserver gives it, step by step; not split yet",
-    ),
-    (
         "sandbox/src/apiserver/ops/writes.rs::update",
         Rule::Lines(108),
-        "one verb's answer as kube-apiserver gives it, step by step; not split yet",
-    ),
-    (
-        "sandbox/src/apiserver/patch.rs::strategic_at",
-        Rule::Lines(83),
         "one verb's answer as kube-apiserver gives it, step by step; not split yet",
     ),
     (
@@ -93,18 +68,8 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
     ),
     (
-        "sandbox/src/controllers/cluster.rs::reconcile_docker_cluster",
-        Rule::Lines(88),
-        "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
-    ),
-    (
         "sandbox/src/controllers/control_plane.rs::reconcile",
         Rule::Lines(107),
-        "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
-    ),
-    (
-        "sandbox/src/controllers/health.rs::reconcile",
-        Rule::Lines(83),
         "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
     ),
     (
@@ -138,29 +103,9 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "a sandbox tool's run, step by step; not split yet",
     ),
     (
-        "sandbox/src/real_shape.rs::real_parts",
-        Rule::Lines(81),
-        "a sandbox tool's run, step by step; not split yet",
-    ),
-    (
-        "sandbox/tools/src/bench.rs::apiserver",
-        Rule::Lines(83),
-        "a sandbox tool's run, step by step; not split yet",
-    ),
-    (
         "sandbox/tools/src/bench_move.rs",
-        Rule::Lines(523),
+        Rule::Lines(518),
         "the move benchmark: fixture, ceiling and timed move in one file; not split yet",
-    ),
-    (
-        "sandbox/tools/src/bench_move.rs::raw_ceiling",
-        Rule::Lines(82),
-        "a sandbox tool's run, step by step; not split yet",
-    ),
-    (
-        "sandbox/tools/src/bench_move.rs::timed_move",
-        Rule::Lines(83),
-        "a sandbox tool's run, step by step; not split yet",
     ),
     (
         "sandbox/tools/src/bin/capi-sandbox.rs::main",

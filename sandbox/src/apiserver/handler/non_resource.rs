@@ -8,7 +8,7 @@ use crate::apiserver::resources::ResourceDef;
 use crate::apiserver::shared::Shared;
 use crate::apiserver::status::{ApiError, ApiResult};
 use http::{HeaderMap, Method, Response, header};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::sync::Arc;
 
 pub(super) fn non_resource(
@@ -25,28 +25,9 @@ pub(super) fn non_resource(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let defs: Vec<Arc<ResourceDef>> = shared.state.lock().resources().cloned().collect();
-    let aggregated = |core: bool| {
-        Response::builder()
-            .status(200)
-            .header(header::CONTENT_TYPE, discovery::AGGREGATED_CONTENT_TYPE)
-            .header(header::VARY, "Accept")
-            .body(body::full(
-                serde_json::to_vec(&discovery::aggregated(&defs, core)).expect("JSON"),
-            ))
-            .expect("valid response")
-    };
+    let aggregated = |core: bool| aggregated(&defs, core);
     Ok(match segments {
-        ["version"] => json_response(
-            200,
-            // The recorded server's own answer: the sandbox stands for it.
-            &json!({
-            "major": "1", "minor": "36", "emulationMajor": "1", "emulationMinor": "36",
-            "minCompatibilityMajor": "1", "minCompatibilityMinor": "35", "gitVersion": "v1.36.2",
-            "gitCommit": "98b35193b2ac7a23a673325f5e9b830ecd5ba406", "gitTreeState": "clean",
-            "buildDate": "2026-12-07T11:12:05Z", "goVersion": "go1.27.3-X:nojsonv2", "compiler": "gc",
-            "platform": "linux/amd64"}),
-            &[],
-        ),
+        ["version"] => json_response(200, &version(), &[]),
         ["healthz"] | ["readyz"] | ["livez"] => text_response(200, "ok"),
         ["api"] if discovery::wants_aggregated(accept) => aggregated(true),
         ["api"] => json_response(200, &discovery::api_versions(&shared.server_address()), &[]),
@@ -94,4 +75,26 @@ pub(super) fn non_resource(
         ),
         _ => return Err(ApiError::page_not_found()),
     })
+}
+
+/// `/version`: the recorded server's own answer, which the sandbox stands for.
+fn version() -> Value {
+    json!({
+    "major": "1", "minor": "36", "emulationMajor": "1", "emulationMinor": "36",
+    "minCompatibilityMajor": "1", "minCompatibilityMinor": "35", "gitVersion": "v1.36.2",
+    "gitCommit": "98b35193b2ac7a23a673325f5e9b830ecd5ba406", "gitTreeState": "clean",
+    "buildDate": "2026-12-07T11:12:05Z", "goVersion": "go1.27.3-X:nojsonv2", "compiler": "gc",
+    "platform": "linux/amd64"})
+}
+
+/// Aggregated discovery (`/api` with `core`, else `/apis`), as a client that asks for it gets it.
+fn aggregated(defs: &[Arc<ResourceDef>], core: bool) -> Response<Body> {
+    Response::builder()
+        .status(200)
+        .header(header::CONTENT_TYPE, discovery::AGGREGATED_CONTENT_TYPE)
+        .header(header::VARY, "Accept")
+        .body(body::full(
+            serde_json::to_vec(&discovery::aggregated(defs, core)).expect("JSON"),
+        ))
+        .expect("valid response")
 }

@@ -179,22 +179,7 @@ pub(super) fn start_watch(
     query: &Query,
 ) -> ApiResult<Reply> {
     let def = target.def.clone();
-    let (labels, fields) = selectors(&def, query)?;
-    let timeout = query
-        .get("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(Duration::from_secs(1800));
-    let spec = WatchSpec {
-        def: def.clone(),
-        version: target.version.clone(),
-        namespace: target.namespace.clone(),
-        labels,
-        fields,
-        bookmarks: query.flag("allowWatchBookmarks"),
-        timeout,
-        bookmark_interval: shared.options.bookmark_interval,
-    };
+    let spec = watch_spec(shared, target, query)?;
     let send_initial = query.flag("sendInitialEvents");
     let (initial, last_rv, live) = {
         let state = shared.state.lock();
@@ -255,6 +240,26 @@ pub(super) fn start_watch(
         stream,
         Ok::<Bytes, std::io::Error>,
     ))))
+}
+
+/// What a watch sends, as its query asks: which objects, bookmarks, and for how long.
+fn watch_spec(shared: &Shared, target: &Target, query: &Query) -> ApiResult<WatchSpec> {
+    let (labels, fields) = selectors(&target.def, query)?;
+    let timeout = query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(Duration::from_secs(1800));
+    Ok(WatchSpec {
+        def: target.def.clone(),
+        version: target.version.clone(),
+        namespace: target.namespace.clone(),
+        labels,
+        fields,
+        bookmarks: query.flag("allowWatchBookmarks"),
+        timeout,
+        bookmark_interval: shared.options.bookmark_interval,
+    })
 }
 
 pub(super) fn stream_response<S>(stream: S) -> Response<Body>

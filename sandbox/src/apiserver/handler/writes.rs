@@ -45,6 +45,38 @@ pub(super) fn delete_options(body: &Bytes, content_type: &str) -> ApiResult<Opti
     ))
 }
 
+/// An apply patch names its field manager, as kube-apiserver requires (422 otherwise).
+fn require_field_manager(query: &Query) -> ApiResult<()> {
+    if query.get("fieldManager").is_none_or(str::is_empty) {
+        return Err(ApiError::invalid(
+            "PatchOptions.meta.k8s.io",
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            vec![crate::apiserver::status::Cause::required(
+                "fieldManager",
+                "is required for apply patch",
+            )],
+        ));
+    }
+    Ok(())
+}
+
+/// A JSON, merge or strategic merge patch applied to `working` (an apply patch is not one).
+fn apply_patch(kind: PatchKind, working: &mut Value, body: &Bytes) -> ApiResult<()> {
+    let decoded = || {
+        serde_json::from_slice::<Value>(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
+    };
+    match kind {
+        PatchKind::Json => patch::json(working, body)?,
+        PatchKind::Merge => patch::merge(working, &decoded()?),
+        PatchKind::Strategic => patch::strategic(working, &decoded()?)?,
+        PatchKind::Apply => unreachable!("an apply patch is applied by server_side_apply"),
+    }
+    Ok(())
+}
+
 pub(super) fn patch(
     shared: &Shared,
     target: &Target,
@@ -63,18 +95,7 @@ pub(super) fn patch(
     let sub = target.subresource.as_deref().filter(|s| *s == "status");
     let mut state = shared.state.lock();
     if kind == PatchKind::Apply {
-        if query.get("fieldManager").is_none_or(str::is_empty) {
-            return Err(ApiError::invalid(
-                "PatchOptions.meta.k8s.io",
-                "PatchOptions",
-                "meta.k8s.io",
-                "",
-                vec![crate::apiserver::status::Cause::required(
-                    "fieldManager",
-                    "is required for apply patch",
-                )],
-            ));
-        }
+        require_field_manager(query)?;
         let mut applied = parse_body(body, "application/yaml")?;
         validate_fields(def, &mut applied, query, warnings)?;
         let at = ops::At {
@@ -103,20 +124,7 @@ pub(super) fn patch(
     } else {
         ops::at_version(&old, def, version)
     };
-    match kind {
-        PatchKind::Json => patch::json(&mut working, body)?,
-        PatchKind::Merge => {
-            let value: Value = serde_json::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            patch::merge(&mut working, &value);
-        }
-        PatchKind::Strategic => {
-            let value: Value = serde_json::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            patch::strategic(&mut working, &value)?;
-        }
-        PatchKind::Apply => unreachable!("handled above"),
-    }
+    apply_patch(kind, &mut working, body)?;
     if !is_scale {
         validate_fields(def, &mut working, query, warnings)?;
     }

@@ -2,7 +2,7 @@
 
 use super::context::*;
 use crate::apiserver::resources::{Flavor, ResKey, ResourceDef};
-use crate::apiserver::status::{ApiError, ApiResult};
+use crate::apiserver::status::{ApiError, ApiResult, Names};
 use crate::apiserver::store::{ObjKey, State, owner_uids, uid_of};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -167,6 +167,43 @@ pub(super) fn remove_finalizer(
     state.put(res, next);
 }
 
+/// A DELETE's preconditions (UID, resourceVersion) against the object as stored, answered as
+/// kube-apiserver answers a mismatch (409, with its words).
+fn check_preconditions(
+    names: &Names,
+    name: &str,
+    old: &Value,
+    options: &DeleteOptions,
+) -> ApiResult<()> {
+    if let Some(uid) = &options.precondition_uid
+        && uid != uid_of(old)
+    {
+        return Err(ApiError::precondition_failed(
+            names,
+            name,
+            &format!(
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                uid_of(old)
+            ),
+        ));
+    }
+    if let Some(rv) = &options.precondition_rv
+        && Some(rv.as_str()) != old["metadata"]["resourceVersion"].as_str()
+    {
+        return Err(ApiError::precondition_failed(
+            names,
+            name,
+            &format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                old["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub fn delete(
     state: &mut State,
     def: &ResourceDef,
@@ -179,32 +216,7 @@ pub fn delete(
     let old = state
         .get(&def.key(), key)
         .ok_or_else(|| ApiError::not_found(&names, &key.1))?;
-    if let Some(uid) = &options.precondition_uid
-        && uid != uid_of(&old)
-    {
-        return Err(ApiError::precondition_failed(
-            &names,
-            &key.1,
-            &format!(
-                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
-                uid_of(&old)
-            ),
-        ));
-    }
-    if let Some(rv) = &options.precondition_rv
-        && Some(rv.as_str()) != old["metadata"]["resourceVersion"].as_str()
-    {
-        return Err(ApiError::precondition_failed(
-            &names,
-            &key.1,
-            &format!(
-                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                old["metadata"]["resourceVersion"]
-                    .as_str()
-                    .unwrap_or_default()
-            ),
-        ));
-    }
+    check_preconditions(&names, &key.1, &old, options)?;
     if old["metadata"].get("deletionTimestamp").is_some() {
         return Ok(Deleted::Pending(old));
     }
