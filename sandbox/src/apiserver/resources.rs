@@ -180,6 +180,40 @@ pub(super) fn builtin(
 }
 
 /// The built-in kinds with behaviour of their own (the generic rest: `builtin_kinds::all`).
+/// The reviews a server answers at once and never stores: (group, plural, kind, namespaced).
+const REVIEWS: [(&str, &str, &str, bool); 5] = [
+    (
+        "authentication.k8s.io",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
+        true,
+    ),
+];
+
 pub fn builtins() -> Vec<Arc<ResourceDef>> {
     let mut crds = builtin(
         "apiextensions.k8s.io",
@@ -192,52 +226,6 @@ pub fn builtins() -> Vec<Arc<ResourceDef>> {
         Flavor::CustomResourceDefinition,
     );
     crds.categories = vec!["api-extensions".to_string()];
-    let review = |group: &str, plural: &str, kind: &str, namespaced: bool| {
-        let mut def = builtin(
-            group,
-            "v1",
-            plural,
-            kind,
-            namespaced,
-            &[],
-            false,
-            Flavor::Review,
-        );
-        def.verbs = vec!["create"];
-        Arc::new(def)
-    };
-    let reviews = [
-        review(
-            "authentication.k8s.io",
-            "selfsubjectreviews",
-            "SelfSubjectReview",
-            false,
-        ),
-        review(
-            "authorization.k8s.io",
-            "selfsubjectaccessreviews",
-            "SelfSubjectAccessReview",
-            false,
-        ),
-        review(
-            "authorization.k8s.io",
-            "selfsubjectrulesreviews",
-            "SelfSubjectRulesReview",
-            false,
-        ),
-        review(
-            "authorization.k8s.io",
-            "subjectaccessreviews",
-            "SubjectAccessReview",
-            false,
-        ),
-        review(
-            "authorization.k8s.io",
-            "localsubjectaccessreviews",
-            "LocalSubjectAccessReview",
-            true,
-        ),
-    ];
     vec![
         Arc::new(builtin(
             "",
@@ -272,7 +260,20 @@ pub fn builtins() -> Vec<Arc<ResourceDef>> {
         Arc::new(crds),
     ]
     .into_iter()
-    .chain(reviews)
+    .chain(REVIEWS.iter().map(|&(group, plural, kind, namespaced)| {
+        let mut def = builtin(
+            group,
+            "v1",
+            plural,
+            kind,
+            namespaced,
+            &[],
+            false,
+            Flavor::Review,
+        );
+        def.verbs = vec!["create"];
+        Arc::new(def)
+    }))
     .collect()
 }
 

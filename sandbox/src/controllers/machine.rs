@@ -372,20 +372,12 @@ fn bootstrap_ready(shape: Shape, config: &Value) -> bool {
 }
 
 /// The Machine's status after the steps done so far; `node` is Some(healthy) once it has a node.
-fn machine_status(
-    ctx: &mut Ctx,
-    machine: &Value,
-    bootstrap: bool,
-    infrastructure: bool,
-    node: Option<bool>,
-) {
-    let shape = ctx.shape;
-    let time = ctx.time.clone();
-    let name_ = name(machine);
-    let status = Shape::status_of(machine);
+/// A Machine's conditions as Cluster API sets them from its bootstrap, its infrastructure
+/// and its node (`None`: none yet; else whether it is healthy).
+fn machine_conditions(bootstrap: bool, infrastructure: bool, node: Option<bool>) -> Vec<Cond> {
     let has = node.is_some();
     let healthy = node.unwrap_or(false);
-    let mut conds = vec![
+    vec![
         Cond::new(
             "BootstrapConfigReady",
             bootstrap,
@@ -435,8 +427,23 @@ fn machine_status(
             "",
         ),
         Cond::new("UpToDate", true, "UpToDate", ""),
-    ];
-    conds.push(Cond::new("Deleting", false, "NotDeleting", ""));
+        Cond::new("Deleting", false, "NotDeleting", ""),
+    ]
+}
+
+fn machine_status(
+    ctx: &mut Ctx,
+    machine: &Value,
+    bootstrap: bool,
+    infrastructure: bool,
+    node: Option<bool>,
+) {
+    let shape = ctx.shape;
+    let time = ctx.time.clone();
+    let name_ = name(machine);
+    let status = Shape::status_of(machine);
+    let has = node.is_some();
+    let conds = machine_conditions(bootstrap, infrastructure, node);
     let mut patch = shape.with_conditions(&status, &conds, &time);
     let phase = if has {
         "Running"

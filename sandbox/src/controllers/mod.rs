@@ -12,6 +12,7 @@ mod health;
 pub mod holds;
 mod machine;
 mod pause;
+mod pools;
 pub mod runner;
 pub mod shape;
 pub mod topology;

@@ -166,11 +166,8 @@ const CONTROLLERS: &[(&str, &[Reconcile])] = &[
     ("KubeadmControlPlane", &[super::control_plane::reconcile]),
     ("MachineDeployment", &[super::workers::reconcile_deployment]),
     ("MachineSet", &[super::workers::reconcile_set]),
-    ("MachinePool", &[super::workers::reconcile_pool]),
-    (
-        "DockerMachinePool",
-        &[super::workers::reconcile_docker_pool],
-    ),
+    ("MachinePool", &[super::pools::reconcile_pool]),
+    ("DockerMachinePool", &[super::pools::reconcile_docker_pool]),
     ("Machine", &[super::machine::reconcile_machine]),
     ("DockerMachine", &[super::machine::reconcile_docker_machine]),
     ("MachineHealthCheck", &[super::health::reconcile]),

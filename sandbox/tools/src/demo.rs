@@ -198,30 +198,7 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
         .step(&["capi", "ready", CLUSTER, "--wait"], out, &mut report)
         .await?;
     let moved = kubectl.step(&move_args, out, &mut report).await?;
-    if moved.pending {
-        writeln!(
-            out,
-            "# the move is pending, so the freeze is released where the cluster still is"
-        )?;
-        kubectl
-            .step(&["capi", "resume", CLUSTER], out, &mut report)
-            .await?;
-    } else {
-        kubectl
-            .step(
-                &["capi", "resume", CLUSTER, "--context", TARGET_CONTEXT],
-                out,
-                &mut report,
-            )
-            .await?;
-    }
-
-    if !moved.pending && moved.code == 0 {
-        // The target's controllers rebuild status (a move does not carry it) and adopt the machines.
-        let _ = env
-            .wait_provisioned(&env.target, "default", CLUSTER, timeout)
-            .await;
-    }
+    release_after_move(&env, &kubectl, &moved, timeout, (out, &mut report)).await?;
 
     one_command(
         &env,
@@ -236,8 +213,7 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
     }
 
     writeln!(out)?;
-    let moved_all = moved_everything(&env, options.dialect, out)?;
-    report.moved = moved_all;
+    report.moved = moved_everything(&env, options.dialect, out)?;
     if !report.pending().is_empty() {
         writeln!(
             out,
@@ -246,6 +222,41 @@ pub async fn run(options: &DemoOptions, out: &mut dyn Write) -> anyhow::Result<D
         )?;
     }
     Ok(report)
+}
+
+/// After the move: the freeze released where the Cluster is now (still the source when the
+/// move is pending), and the target given time to adopt it.
+async fn release_after_move(
+    env: &Environment,
+    kubectl: &Kubectl<'_>,
+    moved: &StepOutcome,
+    timeout: Duration,
+    (out, report): (&mut dyn Write, &mut DemoReport),
+) -> anyhow::Result<()> {
+    if moved.pending {
+        writeln!(
+            out,
+            "# the move is pending, so the freeze is released where the cluster still is"
+        )?;
+        kubectl
+            .step(&["capi", "resume", CLUSTER], out, report)
+            .await?;
+        return Ok(());
+    }
+    kubectl
+        .step(
+            &["capi", "resume", CLUSTER, "--context", TARGET_CONTEXT],
+            out,
+            report,
+        )
+        .await?;
+    if moved.code == 0 {
+        // The target's controllers rebuild status (a move does not carry it) and adopt the machines.
+        let _ = env
+            .wait_provisioned(&env.target, "default", CLUSTER, timeout)
+            .await;
+    }
+    Ok(())
 }
 
 /// The same story in one command for the second cluster, scaling while the command runs:

@@ -53,11 +53,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "one verb's answer as kube-apiserver gives it, step by step; not split yet",
     ),
     (
-        "sandbox/src/apiserver/resources.rs::builtins",
-        Rule::Lines(95),
-        "one verb's answer as kube-apiserver gives it, step by step; not split yet",
-    ),
-    (
         "sandbox/src/apiserver/server.rs",
         Rule::Lines(530),
         "the API server's listener, TLS and connection handling; not split yet",
@@ -73,11 +68,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
     ),
     (
-        "sandbox/src/controllers/machine.rs::machine_status",
-        Rule::Lines(96),
-        "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
-    ),
-    (
         "sandbox/src/controllers/machine.rs::reconcile_machine",
         Rule::Lines(109),
         "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
@@ -85,16 +75,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
     (
         "sandbox/src/controllers/workers.rs::reconcile_deployment",
         Rule::Lines(120),
-        "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
-    ),
-    (
-        "sandbox/src/controllers/workers.rs::reconcile_docker_pool",
-        Rule::Lines(93),
-        "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
-    ),
-    (
-        "sandbox/src/controllers/workers.rs::reconcile_set",
-        Rule::Lines(94),
         "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
     ),
     (
@@ -106,16 +86,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "sandbox/tools/src/bench_move.rs",
         Rule::Lines(518),
         "the move benchmark: fixture, ceiling and timed move in one file; not split yet",
-    ),
-    (
-        "sandbox/tools/src/bin/capi-sandbox.rs::main",
-        Rule::Lines(95),
-        "a sandbox tool's run, step by step; not split yet",
-    ),
-    (
-        "sandbox/tools/src/demo.rs::run",
-        Rule::Lines(103),
-        "a sandbox tool's run, step by step; not split yet",
     ),
 ];
 

@@ -376,6 +376,24 @@ async fn demo(
     Ok(())
 }
 
+/// `node`: marks the node of `machine` healthy or not (the fake cloud's node health).
+async fn node(at: Running, machine: &str, healthy: bool) -> anyhow::Result<()> {
+    let client = client_for(&at.kubeconfig, &at.context).await?;
+    let version = core_version(&client).await?;
+    let value = if healthy { "healthy" } else { "unhealthy" };
+    capi_sandbox::api::merge_patch(
+        &client,
+        &format!("cluster.x-k8s.io/{version}"),
+        "Machine",
+        &at.namespace,
+        machine,
+        &json!({"metadata": {"annotations": {capi_sandbox::controllers::NODE_HEALTH_ANNOTATION: value}}}),
+    )
+    .await?;
+    println!("machine.cluster.x-k8s.io/{machine} node {value}");
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -395,12 +413,7 @@ async fn main() -> anyhow::Result<()> {
             workers,
         } => scale(at, cluster, (control_plane, workers)).await,
         Command::Node {
-            at:
-                Running {
-                    kubeconfig,
-                    context,
-                    namespace,
-                },
+            at,
             machine,
             unhealthy,
             healthy,
@@ -408,20 +421,7 @@ async fn main() -> anyhow::Result<()> {
             if unhealthy == healthy {
                 anyhow::bail!("pass exactly one of --unhealthy or --healthy");
             }
-            let client = client_for(&kubeconfig, &context).await?;
-            let version = core_version(&client).await?;
-            let value = if unhealthy { "unhealthy" } else { "healthy" };
-            capi_sandbox::api::merge_patch(
-                &client,
-                &format!("cluster.x-k8s.io/{version}"),
-                "Machine",
-                &namespace,
-                &machine,
-                &json!({"metadata": {"annotations": {capi_sandbox::controllers::NODE_HEALTH_ANNOTATION: value}}}),
-            )
-            .await?;
-            println!("machine.cluster.x-k8s.io/{machine} node {value}");
-            Ok(())
+            node(at, &machine, healthy).await
         }
         Command::Demo {
             plugin,
