@@ -234,6 +234,57 @@ pub fn default_kubeconfig() -> PathBuf {
     PathBuf::from("sandbox.kubeconfig")
 }
 
+/// `object` as the target gets it: without what the server sets, its owners' UIDs those of
+/// their copies.
+fn copy_for_target(object: &Value, new_uids: &std::collections::HashMap<String, String>) -> Value {
+    let mut copy = object.clone();
+    if let Some(meta) = copy["metadata"].as_object_mut() {
+        for key in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+            "generation",
+        ] {
+            meta.remove(key);
+        }
+        if let Some(refs) = meta
+            .get_mut("ownerReferences")
+            .and_then(|r| r.as_array_mut())
+        {
+            for r in refs {
+                let old = r["uid"].as_str().unwrap_or_default().to_string();
+                r["uid"] = serde_json::json!(new_uids[&old]);
+            }
+        }
+    }
+    copy
+}
+
+/// The moved objects deleted from the source as clusterctl deletes them: leaves first (owners,
+/// the Cluster last, outlive their dependents), each marked delete-for-move, its finalizers
+/// dropped.
+async fn delete_moved(source_client: &kube::Client, namespace: &str, order: Vec<Value>) {
+    for object in order.into_iter().rev() {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let patch = |body: Value| {
+            let client = source_client.clone();
+            async move {
+                crate::api::merge_patch(&client, api_version, kind, namespace, name, &body)
+                    .await
+                    .ok()
+            }
+        };
+        patch(serde_json::json!({"metadata": {"annotations": {"clusterctl.cluster.x-k8s.io/delete-for-move": ""}}})).await;
+        crate::api::delete(source_client, api_version, kind, namespace, name)
+            .await
+            .ok();
+        patch(serde_json::json!({"metadata": {"finalizers": null}})).await;
+    }
+}
+
 /// A bare-hands move of one namespace for tests, until `kubectl capi move` exists: pause the
 /// Cluster, copy every object in owner order with owner UIDs rebuilt (status is dropped, as a real
 /// create does), delete from the source leaves first with `delete-for-move` and finalizers
@@ -291,27 +342,7 @@ pub async fn hand_move(
             );
         }
         for object in ready {
-            let mut copy = object.clone();
-            if let Some(meta) = copy["metadata"].as_object_mut() {
-                for key in [
-                    "uid",
-                    "resourceVersion",
-                    "creationTimestamp",
-                    "managedFields",
-                    "generation",
-                ] {
-                    meta.remove(key);
-                }
-                if let Some(refs) = meta
-                    .get_mut("ownerReferences")
-                    .and_then(|r| r.as_array_mut())
-                {
-                    for r in refs {
-                        let old = r["uid"].as_str().unwrap_or_default().to_string();
-                        r["uid"] = serde_json::json!(new_uids[&old]);
-                    }
-                }
-            }
+            let copy = copy_for_target(&object, &new_uids);
             let created = crate::api::create(&target_client, &copy).await?;
             new_uids.insert(
                 object["metadata"]["uid"]
@@ -327,25 +358,7 @@ pub async fn hand_move(
         }
         pending = rest;
     }
-    // Leaves first, as clusterctl deletes: owners (the Cluster last) outlive their dependents.
-    for object in order.into_iter().rev() {
-        let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        let kind = object["kind"].as_str().unwrap_or_default();
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        let patch = |body: Value| {
-            let client = source_client.clone();
-            async move {
-                crate::api::merge_patch(&client, api_version, kind, namespace, name, &body)
-                    .await
-                    .ok()
-            }
-        };
-        patch(serde_json::json!({"metadata": {"annotations": {"clusterctl.cluster.x-k8s.io/delete-for-move": ""}}})).await;
-        crate::api::delete(&source_client, api_version, kind, namespace, name)
-            .await
-            .ok();
-        patch(serde_json::json!({"metadata": {"finalizers": null}})).await;
-    }
+    delete_moved(&source_client, namespace, order).await;
     source.collect_garbage();
     pause(&target_client, Value::Null).await?;
     Ok(())

@@ -81,29 +81,10 @@ fn counters(objects: &[&Value], shape: Shape) -> Value {
         "availableReplicas": sum("availableReplicas"), "upToDateReplicas": sum("upToDateReplicas")})
 }
 
-pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
-    let world = ctx.world;
-    let shape = ctx.shape;
-    let ns = namespace(cluster);
-    let belongs = |o: &&Value| {
-        namespace(o) == ns && world.cluster_of(o).is_some_and(|c| uid(c) == uid(cluster))
-    };
-    let control_plane = referenced(world, cluster, "controlPlaneRef", "KubeadmControlPlane");
-    let infra = referenced(world, cluster, "infrastructureRef", "DockerCluster");
-
-    if ctx.ensure_paused("Cluster", cluster, Some(cluster)) {
-        return;
-    }
-    if deleting(cluster) {
-        delete_cluster(ctx, cluster, infra);
-        return;
-    }
-    ctx.ensure_finalizer("Cluster", cluster, CLUSTER_FINALIZER);
-    // The Cluster owns its infrastructure cluster and control plane, as CAPI's controller sets it.
-    for (kind, object) in [
-        ("DockerCluster", infra),
-        ("KubeadmControlPlane", control_plane),
-    ] {
+/// The Cluster owns its infrastructure cluster and control plane, as CAPI's controller sets it
+/// (an owner reference that is not the controller's).
+fn own_parts<const N: usize>(ctx: &mut Ctx, cluster: &Value, parts: [(&str, Option<&Value>); N]) {
+    for (kind, object) in parts {
         if let Some(object) = object
             && object["metadata"]["ownerReferences"]
                 .as_array()
@@ -119,27 +100,16 @@ pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
             ctx.patch(kind, object, json!({"metadata": {"ownerReferences": refs}}));
         }
     }
+}
 
-    let infra_ready = infra.is_some_and(|i| infra_provisioned(shape, i));
-    let cp_initialized = control_plane.is_some_and(|cp| kcp_initialized(shape, cp))
-        || cluster_cp_initialized(shape, cluster);
-    let workers: Vec<&Value> = world
-        .all("MachineDeployment")
-        .iter()
-        .chain(world.all("MachinePool"))
-        .filter(belongs)
-        .collect();
-    let cp: Vec<&Value> = control_plane.into_iter().collect();
-    let cp_counters = counters(&cp, shape);
-    let worker_counters = counters(&workers, shape);
-    let scaling_up = cp_counters["replicas"].as_i64() < cp_counters["desiredReplicas"].as_i64()
-        || worker_counters["replicas"].as_i64() < worker_counters["desiredReplicas"].as_i64();
-    let scaling_down = cp_counters["replicas"].as_i64() > cp_counters["desiredReplicas"].as_i64()
-        || worker_counters["replicas"].as_i64() > worker_counters["desiredReplicas"].as_i64();
+/// A Cluster's v1beta2 conditions, from its infrastructure, its control plane and its scaling.
+fn cluster_conditions(
+    infra_ready: bool,
+    cp_initialized: bool,
+    (scaling_up, scaling_down): (bool, bool),
+) -> [Cond; 9] {
     let available = infra_ready && cp_initialized;
-    let time = ctx.time.clone();
-    let status = Shape::status_of(cluster);
-    let conds = [
+    [
         flag("InfrastructureReady", infra_ready, "Ready", "NotReady"),
         flag(
             "ControlPlaneInitialized",
@@ -164,7 +134,56 @@ pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
             "ProbeSucceeded",
             "ProbeFailed",
         ),
-    ];
+    ]
+}
+
+pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
+    let world = ctx.world;
+    let shape = ctx.shape;
+    let ns = namespace(cluster);
+    let belongs = |o: &&Value| {
+        namespace(o) == ns && world.cluster_of(o).is_some_and(|c| uid(c) == uid(cluster))
+    };
+    let control_plane = referenced(world, cluster, "controlPlaneRef", "KubeadmControlPlane");
+    let infra = referenced(world, cluster, "infrastructureRef", "DockerCluster");
+
+    if ctx.ensure_paused("Cluster", cluster, Some(cluster)) {
+        return;
+    }
+    if deleting(cluster) {
+        delete_cluster(ctx, cluster, infra);
+        return;
+    }
+    ctx.ensure_finalizer("Cluster", cluster, CLUSTER_FINALIZER);
+    own_parts(
+        ctx,
+        cluster,
+        [
+            ("DockerCluster", infra),
+            ("KubeadmControlPlane", control_plane),
+        ],
+    );
+
+    let infra_ready = infra.is_some_and(|i| infra_provisioned(shape, i));
+    let cp_initialized = control_plane.is_some_and(|cp| kcp_initialized(shape, cp))
+        || cluster_cp_initialized(shape, cluster);
+    let workers: Vec<&Value> = world
+        .all("MachineDeployment")
+        .iter()
+        .chain(world.all("MachinePool"))
+        .filter(belongs)
+        .collect();
+    let cp: Vec<&Value> = control_plane.into_iter().collect();
+    let cp_counters = counters(&cp, shape);
+    let worker_counters = counters(&workers, shape);
+    let scaling_up = cp_counters["replicas"].as_i64() < cp_counters["desiredReplicas"].as_i64()
+        || worker_counters["replicas"].as_i64() < worker_counters["desiredReplicas"].as_i64();
+    let scaling_down = cp_counters["replicas"].as_i64() > cp_counters["desiredReplicas"].as_i64()
+        || worker_counters["replicas"].as_i64() > worker_counters["desiredReplicas"].as_i64();
+    let available = infra_ready && cp_initialized;
+    let time = ctx.time.clone();
+    let status = Shape::status_of(cluster);
+    let conds = cluster_conditions(infra_ready, cp_initialized, (scaling_up, scaling_down));
     let mut patch = shape.with_conditions(&status, &conds, &time);
     let legacy = [Cond::new(
         "ControlPlaneInitialized",

@@ -27,6 +27,57 @@ fn infrastructure_template<'w>(ctx: &Ctx<'w>, kcp: &Value) -> Option<&'w Value> 
         .get("DockerMachineTemplate", namespace(kcp), &template)
 }
 
+/// A control plane being deleted: its Machines first (not when a move deletes it), then its
+/// finalizer.
+fn delete_control_plane(ctx: &mut Ctx, kcp: &Value, machines: &[&Value]) {
+    if !annotated(kcp, DELETE_FOR_MOVE) {
+        for machine in machines {
+            ctx.delete("Machine", machine);
+        }
+        if !machines.is_empty() {
+            return;
+        }
+    }
+    ctx.remove_finalizer("KubeadmControlPlane", kcp, KCP_FINALIZER);
+}
+
+/// The control plane's status: its Machines counted, with the conditions Cluster API sets.
+fn control_plane_status(
+    ctx: &mut Ctx,
+    kcp: &Value,
+    cluster_name: &str,
+    (count, ready, desired): (i64, i64, i64),
+    initialized: bool,
+) {
+    let shape = ctx.shape;
+    let time = ctx.time.clone();
+    let status = Shape::status_of(kcp);
+    let mut conds = super::workers::scaling_conds(count, desired).to_vec();
+    conds.extend([
+        flag("Initialized", initialized, "Initialized", "NotInitialized"),
+        flag("Available", initialized, "Available", "NotAvailable"),
+        flag("MachinesReady", ready == count, "Ready", "NotReady"),
+        Cond::new("RollingOut", false, "NotRollingOut", ""),
+    ]);
+    let mut patch = shape.with_conditions(&status, &conds, &time);
+    let selector = format!("{CLUSTER_NAME_LABEL}={cluster_name},{CONTROL_PLANE_LABEL}");
+    if shape.v2() {
+        super::shape::merge(
+            &mut patch,
+            &json!({"replicas": count, "readyReplicas": ready, "availableReplicas": ready, "upToDateReplicas": count,
+            "selector": selector, "initialization": {"controlPlaneInitialized": initialized}, "version": kcp["spec"]["version"]}),
+        );
+    } else {
+        super::shape::merge(
+            &mut patch,
+            &json!({"replicas": count, "readyReplicas": ready, "updatedReplicas": count, "unavailableReplicas": count - ready,
+            "selector": selector, "initialized": initialized, "ready": ready > 0, "version": kcp["spec"]["version"],
+            "v1beta2": {"readyReplicas": ready, "availableReplicas": ready, "upToDateReplicas": count}}),
+        );
+    }
+    ctx.status("KubeadmControlPlane", kcp, patch);
+}
+
 pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
     let world = ctx.world;
     let shape = ctx.shape;
@@ -43,15 +94,7 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
         return;
     }
     if deleting(kcp) {
-        if !annotated(kcp, DELETE_FOR_MOVE) {
-            for machine in &machines {
-                ctx.delete("Machine", machine);
-            }
-            if !machines.is_empty() {
-                return;
-            }
-        }
-        ctx.remove_finalizer("KubeadmControlPlane", kcp, KCP_FINALIZER);
+        delete_control_plane(ctx, kcp, &machines);
         return;
     }
     let Some(cluster) = cluster else {
@@ -107,32 +150,8 @@ pub fn reconcile(ctx: &mut Ctx, kcp: &Value) {
         }
     }
 
-    let time = ctx.time.clone();
-    let status = Shape::status_of(kcp);
-    let mut conds = super::workers::scaling_conds(count, desired).to_vec();
-    conds.extend([
-        flag("Initialized", initialized, "Initialized", "NotInitialized"),
-        flag("Available", initialized, "Available", "NotAvailable"),
-        flag("MachinesReady", ready == count, "Ready", "NotReady"),
-        Cond::new("RollingOut", false, "NotRollingOut", ""),
-    ]);
-    let mut patch = shape.with_conditions(&status, &conds, &time);
-    let selector = format!("{CLUSTER_NAME_LABEL}={cluster_name},{CONTROL_PLANE_LABEL}");
-    if shape.v2() {
-        super::shape::merge(
-            &mut patch,
-            &json!({"replicas": count, "readyReplicas": ready, "availableReplicas": ready, "upToDateReplicas": count,
-            "selector": selector, "initialization": {"controlPlaneInitialized": initialized}, "version": kcp["spec"]["version"]}),
-        );
-    } else {
-        super::shape::merge(
-            &mut patch,
-            &json!({"replicas": count, "readyReplicas": ready, "updatedReplicas": count, "unavailableReplicas": count - ready,
-            "selector": selector, "initialized": initialized, "ready": ready > 0, "version": kcp["spec"]["version"],
-            "v1beta2": {"readyReplicas": ready, "availableReplicas": ready, "upToDateReplicas": count}}),
-        );
-    }
-    ctx.status("KubeadmControlPlane", kcp, patch);
+    let counts = (count, ready, desired);
+    control_plane_status(ctx, kcp, &cluster_name, counts, initialized);
 }
 
 /// One more control-plane Machine, from the control plane's infrastructure template.

@@ -7,6 +7,7 @@ use super::cloud::{CloudMachine, provider_id};
 use super::cluster::{DELETE_FOR_MOVE, cluster_cp_initialized, infra_provisioned};
 use super::context::Ctx;
 use super::holds::Step;
+use super::machine_status::machine_status;
 use super::pause::is_paused;
 use super::shape::{Cond, Shape};
 use super::world::{
@@ -101,64 +102,12 @@ fn take_over(ctx: &mut Ctx, kind: &str, dependent: &Value, machine: &Value) {
     }
 }
 
-pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
-    let world = ctx.world;
-    let shape = ctx.shape;
+/// The bootstrap data: the Machine's Secret (owned by its config), the config ready and the
+/// Machine pointing at the Secret.
+fn write_bootstrap_data(ctx: &mut Ctx, machine: &Value, bootstrap: &Value, cluster: &Value) {
+    let (world, shape, time) = (ctx.world, ctx.shape, ctx.time.clone());
     let ns = namespace(machine);
     let machine_name = name(machine).to_string();
-    let cluster = world.cluster_of(machine);
-    let bootstrap = Shape::read_ref(&machine["spec"]["bootstrap"]["configRef"])
-        .and_then(|(_, n)| world.get("KubeadmConfig", ns, &n));
-    let infra = Shape::read_ref(&machine["spec"]["infrastructureRef"])
-        .and_then(|(_, n)| world.get("DockerMachine", ns, &n));
-
-    if ctx.ensure_paused("Machine", machine, cluster) {
-        return;
-    }
-    if deleting(machine) {
-        delete_machine(ctx, machine, bootstrap, infra);
-        return;
-    }
-    ctx.ensure_finalizer("Machine", machine, MACHINE_FINALIZER);
-    if let Some(bootstrap) = bootstrap {
-        take_over(ctx, "KubeadmConfig", bootstrap, machine);
-    }
-    if let Some(infra) = infra {
-        take_over(ctx, "DockerMachine", infra, machine);
-    }
-    let (Some(bootstrap), Some(infra), Some(cluster)) = (bootstrap, infra, cluster) else {
-        return;
-    };
-    let time = ctx.time.clone();
-    let key = Ctx::key(machine);
-    let pid = machine["spec"]["providerID"]
-        .as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| provider_id(ns, &machine_name));
-    let in_cloud = ctx.cloud.machine(&pid);
-    if in_cloud.is_none() && ctx.cloud.cannot_adopt() && machine["spec"]["providerID"].is_string() {
-        cloud_machine_lost(ctx, machine);
-        return;
-    }
-    if let (Some(wanted), Some(current)) = (
-        machine["metadata"]["annotations"][NODE_HEALTH_ANNOTATION].as_str(),
-        &in_cloud,
-    ) {
-        let healthy = wanted != "unhealthy";
-        if current.healthy != healthy {
-            ctx.writes.push(Write::CloudSetHealth {
-                namespace: ns.to_string(),
-                name: machine_name.clone(),
-                healthy,
-            });
-        }
-    }
-
-    // 1. Bootstrap data (paused only by the config's own annotation or the Cluster).
-    let bootstrapped = bootstrap_ready(shape, bootstrap) || in_cloud.is_some();
-    if !bootstrapped && !may_bootstrap(ctx, machine, bootstrap, cluster) {
-        return;
-    }
     let secret_name = machine_name.clone();
     if world.get("Secret", ns, &secret_name).is_none() {
         ctx.create(
@@ -189,6 +138,71 @@ pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
         machine,
         json!({"spec": {"bootstrap": {"dataSecretName": secret_name}}}),
     );
+}
+
+/// The node health the sandbox's annotation asks for, made so in the fake cloud.
+fn sync_node_health(ctx: &mut Ctx, machine: &Value, currently_healthy: bool) {
+    let Some(wanted) = machine["metadata"]["annotations"][NODE_HEALTH_ANNOTATION].as_str() else {
+        return;
+    };
+    let healthy = wanted != "unhealthy";
+    if currently_healthy != healthy {
+        ctx.writes.push(Write::CloudSetHealth {
+            namespace: namespace(machine).to_string(),
+            name: name(machine).to_string(),
+            healthy,
+        });
+    }
+}
+
+pub fn reconcile_machine(ctx: &mut Ctx, machine: &Value) {
+    let world = ctx.world;
+    let shape = ctx.shape;
+    let ns = namespace(machine);
+    let machine_name = name(machine).to_string();
+    let cluster = world.cluster_of(machine);
+    let bootstrap = Shape::read_ref(&machine["spec"]["bootstrap"]["configRef"])
+        .and_then(|(_, n)| world.get("KubeadmConfig", ns, &n));
+    let infra = Shape::read_ref(&machine["spec"]["infrastructureRef"])
+        .and_then(|(_, n)| world.get("DockerMachine", ns, &n));
+
+    if ctx.ensure_paused("Machine", machine, cluster) {
+        return;
+    }
+    if deleting(machine) {
+        delete_machine(ctx, machine, bootstrap, infra);
+        return;
+    }
+    ctx.ensure_finalizer("Machine", machine, MACHINE_FINALIZER);
+    if let Some(bootstrap) = bootstrap {
+        take_over(ctx, "KubeadmConfig", bootstrap, machine);
+    }
+    if let Some(infra) = infra {
+        take_over(ctx, "DockerMachine", infra, machine);
+    }
+    let (Some(bootstrap), Some(infra), Some(cluster)) = (bootstrap, infra, cluster) else {
+        return;
+    };
+    let key = Ctx::key(machine);
+    let pid = machine["spec"]["providerID"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| provider_id(ns, &machine_name));
+    let in_cloud = ctx.cloud.machine(&pid);
+    if in_cloud.is_none() && ctx.cloud.cannot_adopt() && machine["spec"]["providerID"].is_string() {
+        cloud_machine_lost(ctx, machine);
+        return;
+    }
+    if let Some(current) = &in_cloud {
+        sync_node_health(ctx, machine, current.healthy);
+    }
+
+    // 1. Bootstrap data (paused only by the config's own annotation or the Cluster).
+    let bootstrapped = bootstrap_ready(shape, bootstrap) || in_cloud.is_some();
+    if !bootstrapped && !may_bootstrap(ctx, machine, bootstrap, cluster) {
+        return;
+    }
+    write_bootstrap_data(ctx, machine, bootstrap, cluster);
 
     // 2. Infrastructure (paused only by the infra machine's own annotation or the Cluster).
     if !provision(ctx, machine, (infra, cluster), &pid, in_cloud.is_some()) {
@@ -372,110 +386,6 @@ fn bootstrap_ready(shape: Shape, config: &Value) -> bool {
 }
 
 /// The Machine's status after the steps done so far; `node` is Some(healthy) once it has a node.
-/// A Machine's conditions as Cluster API sets them from its bootstrap, its infrastructure
-/// and its node (`None`: none yet; else whether it is healthy).
-fn machine_conditions(bootstrap: bool, infrastructure: bool, node: Option<bool>) -> Vec<Cond> {
-    let has = node.is_some();
-    let healthy = node.unwrap_or(false);
-    vec![
-        Cond::new(
-            "BootstrapConfigReady",
-            bootstrap,
-            if bootstrap { "Ready" } else { "NotReady" },
-            "",
-        ),
-        Cond::new(
-            "InfrastructureReady",
-            infrastructure,
-            if infrastructure { "Ready" } else { "NotReady" },
-            "",
-        ),
-        Cond::new(
-            "NodeReady",
-            healthy,
-            if healthy {
-                "NodeReady"
-            } else if has {
-                "NodeNotReady"
-            } else {
-                "NodeDoesNotExist"
-            },
-            "",
-        ),
-        Cond::new(
-            "NodeHealthy",
-            healthy,
-            if healthy {
-                "NodeHealthy"
-            } else if has {
-                "NodeNotHealthy"
-            } else {
-                "NodeDoesNotExist"
-            },
-            "",
-        ),
-        Cond::new(
-            "Ready",
-            healthy,
-            if healthy { "Ready" } else { "NotReady" },
-            "",
-        ),
-        Cond::new(
-            "Available",
-            healthy,
-            if healthy { "Available" } else { "NotAvailable" },
-            "",
-        ),
-        Cond::new("UpToDate", true, "UpToDate", ""),
-        Cond::new("Deleting", false, "NotDeleting", ""),
-    ]
-}
-
-fn machine_status(
-    ctx: &mut Ctx,
-    machine: &Value,
-    bootstrap: bool,
-    infrastructure: bool,
-    node: Option<bool>,
-) {
-    let shape = ctx.shape;
-    let time = ctx.time.clone();
-    let name_ = name(machine);
-    let status = Shape::status_of(machine);
-    let has = node.is_some();
-    let conds = machine_conditions(bootstrap, infrastructure, node);
-    let mut patch = shape.with_conditions(&status, &conds, &time);
-    let phase = if has {
-        "Running"
-    } else if infrastructure {
-        "Provisioned"
-    } else {
-        "Provisioning"
-    };
-    super::shape::merge(&mut patch, &json!({"phase": phase}));
-    if shape.v2() {
-        super::shape::merge(
-            &mut patch,
-            &json!({"initialization": {"bootstrapDataSecretCreated": bootstrap, "infrastructureProvisioned": infrastructure}}),
-        );
-        if has {
-            super::shape::merge(&mut patch, &json!({"nodeRef": {"name": name_}}));
-        }
-    } else {
-        super::shape::merge(
-            &mut patch,
-            &json!({"bootstrapReady": bootstrap, "infrastructureReady": infrastructure}),
-        );
-        if has {
-            super::shape::merge(
-                &mut patch,
-                &json!({"nodeRef": {"apiVersion": "v1", "kind": "Node", "name": name_, "uid": format!("node-{name_}")}}),
-            );
-        }
-    }
-    ctx.status("Machine", machine, patch);
-}
-
 /// The infrastructure machine's own deletion: release the cloud machine unless moving.
 pub fn reconcile_docker_machine(ctx: &mut Ctx, infra: &Value) {
     // A paused object's controller does nothing, deletion included.

@@ -11,6 +11,7 @@ mod control_plane;
 mod health;
 pub mod holds;
 mod machine;
+mod machine_status;
 mod pause;
 mod pools;
 pub mod runner;

@@ -52,83 +52,36 @@ pub(super) fn scaling_conds(count: i64, desired: i64) -> [Cond; 2] {
     ]
 }
 
-pub fn reconcile_deployment(ctx: &mut Ctx, md: &Value) {
-    let world = ctx.world;
+/// A new MachineSet of the deployment's current template (named after its hash), at the
+/// desired replicas.
+fn create_set(ctx: &mut Ctx, md: &Value, cluster: &Value, hash: &str, desired: i64) {
     let shape = ctx.shape;
-    if deleting(md) {
-        return;
-    }
-    let cluster = world.cluster_of(md);
-    if ctx.ensure_paused("MachineDeployment", md, cluster) {
-        return;
-    }
-    let Some(cluster) = cluster else {
-        return;
-    };
-    ctx.ensure_owner("MachineDeployment", md, cluster, false);
-    own_templates(ctx, &md["spec"]["template"]["spec"], namespace(md), cluster);
-    let desired = md["spec"]["replicas"].as_i64().unwrap_or(1);
-    let hash = template_hash(&md["spec"]["template"]);
-    let sets: Vec<&Value> = world.controlled_by("MachineSet", uid(md)).collect();
-    let current = sets
-        .iter()
-        .find(|s| s["metadata"]["labels"][TEMPLATE_HASH_LABEL] == hash.as_str())
-        .copied();
-    // spec.paused stops rollouts, never scaling (as in Cluster API).
-    let rollout_paused = md["spec"]["paused"] == true;
-    let target = match current {
-        Some(set) => Some(set),
-        None if rollout_paused && !sets.is_empty() => sets
-            .iter()
-            .max_by_key(|s| {
-                s["metadata"]["creationTimestamp"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string()
-            })
-            .copied(),
-        None => {
-            let set_name = format!("{}-{}", name(md), &hash[..hash.len().min(5)]);
-            let mut labels = md["spec"]["template"]["metadata"]["labels"]
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
-            labels.insert(CLUSTER_NAME_LABEL.into(), json!(name(cluster)));
-            labels.insert(DEPLOYMENT_NAME_LABEL.into(), json!(name(md)));
-            labels.insert(TEMPLATE_HASH_LABEL.into(), json!(hash));
-            ctx.create(
-                "MachineSet",
-                json!({"apiVersion": shape.api_version("cluster.x-k8s.io"), "kind": "MachineSet",
-                    "metadata": {"name": set_name, "namespace": namespace(md), "labels": labels, "ownerReferences": [controller_ref(md)]},
-                    "spec": {"clusterName": name(cluster), "replicas": desired,
-                        "selector": {"matchLabels": {CLUSTER_NAME_LABEL: name(cluster), TEMPLATE_HASH_LABEL: hash}},
-                        "template": md["spec"]["template"]}}),
-            );
-            None
-        }
-    };
-    for set in &sets {
-        let replicas = if Some(*set) == target {
-            desired
-        } else if rollout_paused {
-            continue;
-        } else {
-            0
-        };
-        if set["spec"]["replicas"].as_i64() != Some(replicas) {
-            ctx.patch("MachineSet", set, json!({"spec": {"replicas": replicas}}));
-        }
-    }
-    let sum = |field: &str| -> i64 {
-        sets.iter()
-            .map(|s| s["status"][field].as_i64().unwrap_or(0))
-            .sum()
-    };
-    let replicas = sum("replicas");
-    let ready = sum("readyReplicas");
-    let up_to_date = target
-        .map(|t| t["status"]["replicas"].as_i64().unwrap_or(0))
-        .unwrap_or(0);
+    let set_name = format!("{}-{}", name(md), &hash[..hash.len().min(5)]);
+    let mut labels = md["spec"]["template"]["metadata"]["labels"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    labels.insert(CLUSTER_NAME_LABEL.into(), json!(name(cluster)));
+    labels.insert(DEPLOYMENT_NAME_LABEL.into(), json!(name(md)));
+    labels.insert(TEMPLATE_HASH_LABEL.into(), json!(hash));
+    ctx.create(
+        "MachineSet",
+        json!({"apiVersion": shape.api_version("cluster.x-k8s.io"), "kind": "MachineSet",
+            "metadata": {"name": set_name, "namespace": namespace(md), "labels": labels, "ownerReferences": [controller_ref(md)]},
+            "spec": {"clusterName": name(cluster), "replicas": desired,
+                "selector": {"matchLabels": {CLUSTER_NAME_LABEL: name(cluster), TEMPLATE_HASH_LABEL: hash}},
+                "template": md["spec"]["template"]}}),
+    );
+}
+
+/// The deployment's status: its sets' replicas summed, with the conditions Cluster API sets.
+fn deployment_status(
+    ctx: &mut Ctx,
+    md: &Value,
+    cluster: &Value,
+    (replicas, ready, up_to_date, desired): (i64, i64, i64, i64),
+) {
+    let shape = ctx.shape;
     let time = ctx.time.clone();
     let mut conds = scaling_conds(replicas, desired).to_vec();
     conds.push(Cond::new(
@@ -171,6 +124,70 @@ pub fn reconcile_deployment(ctx: &mut Ctx, md: &Value) {
         );
     }
     ctx.status("MachineDeployment", md, patch);
+}
+
+pub fn reconcile_deployment(ctx: &mut Ctx, md: &Value) {
+    let world = ctx.world;
+    if deleting(md) {
+        return;
+    }
+    let cluster = world.cluster_of(md);
+    if ctx.ensure_paused("MachineDeployment", md, cluster) {
+        return;
+    }
+    let Some(cluster) = cluster else {
+        return;
+    };
+    ctx.ensure_owner("MachineDeployment", md, cluster, false);
+    own_templates(ctx, &md["spec"]["template"]["spec"], namespace(md), cluster);
+    let desired = md["spec"]["replicas"].as_i64().unwrap_or(1);
+    let hash = template_hash(&md["spec"]["template"]);
+    let sets: Vec<&Value> = world.controlled_by("MachineSet", uid(md)).collect();
+    let current = sets
+        .iter()
+        .find(|s| s["metadata"]["labels"][TEMPLATE_HASH_LABEL] == hash.as_str())
+        .copied();
+    // spec.paused stops rollouts, never scaling (as in Cluster API).
+    let rollout_paused = md["spec"]["paused"] == true;
+    let target = match current {
+        Some(set) => Some(set),
+        None if rollout_paused && !sets.is_empty() => sets
+            .iter()
+            .max_by_key(|s| {
+                s["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .copied(),
+        None => {
+            create_set(ctx, md, cluster, &hash, desired);
+            None
+        }
+    };
+    for set in &sets {
+        let replicas = if Some(*set) == target {
+            desired
+        } else if rollout_paused {
+            continue;
+        } else {
+            0
+        };
+        if set["spec"]["replicas"].as_i64() != Some(replicas) {
+            ctx.patch("MachineSet", set, json!({"spec": {"replicas": replicas}}));
+        }
+    }
+    let sum = |field: &str| -> i64 {
+        sets.iter()
+            .map(|s| s["status"][field].as_i64().unwrap_or(0))
+            .sum()
+    };
+    let replicas = sum("replicas");
+    let ready = sum("readyReplicas");
+    let up_to_date = target
+        .map(|t| t["status"]["replicas"].as_i64().unwrap_or(0))
+        .unwrap_or(0);
+    deployment_status(ctx, md, cluster, (replicas, ready, up_to_date, desired));
 }
 
 pub fn reconcile_set(ctx: &mut Ctx, set: &Value) {

@@ -48,39 +48,9 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "one verb's answer as kube-apiserver gives it, step by step; not split yet",
     ),
     (
-        "sandbox/src/apiserver/ops/writes.rs::update",
-        Rule::Lines(108),
-        "one verb's answer as kube-apiserver gives it, step by step; not split yet",
-    ),
-    (
         "sandbox/src/apiserver/server.rs",
         Rule::Lines(530),
         "the API server's listener, TLS and connection handling; not split yet",
-    ),
-    (
-        "sandbox/src/controllers/cluster.rs::reconcile_cluster",
-        Rule::Lines(115),
-        "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
-    ),
-    (
-        "sandbox/src/controllers/control_plane.rs::reconcile",
-        Rule::Lines(107),
-        "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
-    ),
-    (
-        "sandbox/src/controllers/machine.rs::reconcile_machine",
-        Rule::Lines(109),
-        "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
-    ),
-    (
-        "sandbox/src/controllers/workers.rs::reconcile_deployment",
-        Rule::Lines(120),
-        "a simulated controller's reconcile, its phases in the real controller's order; not split yet",
-    ),
-    (
-        "sandbox/src/environment.rs::hand_move",
-        Rule::Lines(112),
-        "a sandbox tool's run, step by step; not split yet",
     ),
     (
         "sandbox/tools/src/bench_move.rs",

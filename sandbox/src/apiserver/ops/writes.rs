@@ -213,37 +213,8 @@ fn record_fields(
 }
 
 /// PUT or PATCH result `new` replacing `old` (at the request's subresource).
-pub fn update(
-    state: &mut State,
-    at: At,
-    old: &Arc<Value>,
-    mut new: Value,
-    kind: UpdateKind,
-    ctx: &WriteCtx,
-) -> ApiResult<Arc<Value>> {
-    let At {
-        def,
-        version,
-        subresource,
-    } = at;
-    let name = old["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let names = def.names();
-    check_update(def, version, old, &mut new, kind)?;
-    if lease::is_lease(def) {
-        lease::decode(&mut new)?;
-    }
-
-    let scope = scope_for(def, version, subresource);
-    let explicit_managed_fields = new["metadata"]
-        .get("managedFields")
-        .filter(|mf| Some(*mf) != old["metadata"].get("managedFields"))
-        .cloned();
-    let mut result = merged(scope, old, new);
-    drop_empty_maps(&mut result);
-    // The server owns these; the body cannot change them.
+/// The server owns these metadata fields: the body of an update cannot change them.
+fn keep_server_fields(old: &Value, result: &mut Value) {
     for system in [
         "name",
         "namespace",
@@ -262,6 +233,54 @@ pub fn update(
             }
         }
     }
+}
+
+/// Whether the update leaves an object being deleted without finalizers (it is then removed);
+/// an empty finalizer list is dropped from it, as kube-apiserver drops it.
+fn finalized(result: &mut Value) -> bool {
+    let finalized = result["metadata"].get("deletionTimestamp").is_some()
+        && result["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(|f| f.is_empty());
+    if finalized
+        && let Some(meta) = result["metadata"].as_object_mut()
+        && meta
+            .get("finalizers")
+            .is_some_and(|f| f.as_array().is_some_and(|a| a.is_empty()))
+    {
+        meta.remove("finalizers");
+    }
+    finalized
+}
+
+pub fn update(
+    state: &mut State,
+    at: At,
+    old: &Arc<Value>,
+    mut new: Value,
+    kind: UpdateKind,
+    ctx: &WriteCtx,
+) -> ApiResult<Arc<Value>> {
+    let At {
+        def,
+        version,
+        subresource,
+    } = at;
+    let name = obj_key(old).1;
+    let names = def.names();
+    check_update(def, version, old, &mut new, kind)?;
+    if lease::is_lease(def) {
+        lease::decode(&mut new)?;
+    }
+
+    let scope = scope_for(def, version, subresource);
+    let explicit_managed_fields = new["metadata"]
+        .get("managedFields")
+        .filter(|mf| Some(*mf) != old["metadata"].get("managedFields"))
+        .cloned();
+    let mut result = merged(scope, old, new);
+    drop_empty_maps(&mut result);
+    keep_server_fields(old, &mut result);
     result["apiVersion"] = old["apiVersion"].clone();
     result["kind"] = json!(def.kind);
     if def.flavor == Flavor::Namespace && scope != Scope::StatusOnly {
@@ -290,18 +309,7 @@ pub fn update(
     );
     check_stored_size(&result)?;
 
-    let finalized = result["metadata"].get("deletionTimestamp").is_some()
-        && result["metadata"]["finalizers"]
-            .as_array()
-            .is_none_or(|f| f.is_empty());
-    if finalized
-        && let Some(meta) = result["metadata"].as_object_mut()
-        && meta
-            .get("finalizers")
-            .is_some_and(|f| f.as_array().is_some_and(|a| a.is_empty()))
-    {
-        meta.remove("finalizers");
-    }
+    let finalized = finalized(&mut result);
     if result == **old {
         return Ok(old.clone());
     }
