@@ -33,29 +33,9 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         "the field selectors and field paths kube-apiserver answers for each built-in kind, one table; not split yet",
     ),
     (
-        "sandbox/src/apiserver/handler/dispatch.rs::serve",
-        Rule::Lines(101),
-        "one verb's answer as kube-apiserver gives it, step by step; not split yet",
-    ),
-    (
-        "sandbox/src/apiserver/handler/reads.rs::list",
-        Rule::Lines(104),
-        "one verb's answer as kube-apiserver gives it, step by step; not split yet",
-    ),
-    (
-        "sandbox/src/apiserver/ops/apply.rs::server_side_apply",
-        Rule::Lines(99),
-        "one verb's answer as kube-apiserver gives it, step by step; not split yet",
-    ),
-    (
         "sandbox/src/apiserver/server.rs",
         Rule::Lines(530),
         "the API server's listener, TLS and connection handling; not split yet",
-    ),
-    (
-        "sandbox/tools/src/bench_move.rs",
-        Rule::Lines(518),
-        "the move benchmark: fixture, ceiling and timed move in one file; not split yet",
     ),
 ];
 

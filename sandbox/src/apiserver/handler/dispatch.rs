@@ -223,6 +223,40 @@ pub async fn handle(shared: Arc<Shared>, request: Request<Bytes>) -> Option<Resp
     }
 }
 
+/// Whether the policy lets `user` do what `target` asks; everyone may ask about themselves
+/// (Kubernetes' system:basic-user role).
+fn authorized(shared: &Shared, user: &User, target: &Target) -> bool {
+    let allowed = shared.policy.lock().allows(
+        &user.subjects(),
+        user.is_admin,
+        target.verb,
+        &target.def.group,
+        &match &target.subresource {
+            Some(sub) => format!("{}/{sub}", target.def.plural),
+            None => target.def.plural.clone(),
+        },
+    );
+    let self_review =
+        target.def.flavor == Flavor::Review && target.def.kind.starts_with("SelfSubject");
+    allowed || self_review
+}
+
+/// A `Warning` header as kube-apiserver sends one (code 299, the text quoted).
+fn warning_header(text: &str) -> (header::HeaderName, String) {
+    (
+        header::HeaderName::from_static("warning"),
+        format!("299 - \"{}\"", text.replace('"', "\\\"")),
+    )
+}
+
+/// The write latency tests set, standing in for etcd's commit.
+async fn wait_write_latency(shared: &Shared) {
+    let latency = shared.write_latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+}
+
 async fn serve(
     shared: &Arc<Shared>,
     method: &Method,
@@ -254,20 +288,7 @@ async fn serve(
     };
     record.target(&target);
 
-    let allowed = shared.policy.lock().allows(
-        &user.subjects(),
-        user.is_admin,
-        target.verb,
-        &target.def.group,
-        &match &target.subresource {
-            Some(sub) => format!("{}/{sub}", target.def.plural),
-            None => target.def.plural.clone(),
-        },
-    );
-    // Everyone may ask about themselves (Kubernetes' system:basic-user role).
-    let self_review =
-        target.def.flavor == Flavor::Review && target.def.kind.starts_with("SelfSubject");
-    if !allowed && !self_review {
+    if !authorized(shared, &user, &target) {
         return Outcome::Respond(error_response(&forbidden(&user, &target)));
     }
 
@@ -281,10 +302,7 @@ async fn serve(
         "create" | "update" | "patch" | "delete" | "deletecollection"
     );
     if is_write && !query.dry_run() && target.def.flavor != Flavor::Review {
-        let latency = shared.write_latency();
-        if !latency.is_zero() {
-            tokio::time::sleep(latency).await;
-        }
+        wait_write_latency(shared).await;
     }
     let mut warnings = deprecation_warning(&target);
     let mut field_warnings = Vec::new();
@@ -298,12 +316,7 @@ async fn serve(
         &mut field_warnings,
     )
     .await;
-    warnings.extend(field_warnings.into_iter().map(|w| {
-        (
-            header::HeaderName::from_static("warning"),
-            format!("299 - \"{}\"", w.replace('"', "\\\"")),
-        )
-    }));
+    warnings.extend(field_warnings.iter().map(|w| warning_header(w)));
     if is_write {
         shared.gc_wanted();
     }

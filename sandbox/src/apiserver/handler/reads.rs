@@ -123,25 +123,38 @@ pub(super) fn list(
             metadata["remainingItemCount"] = json!(remaining);
         }
     }
-    if metadata_only {
-        let items: Vec<Value> = items
-            .iter()
-            .map(|item| {
-                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                    "metadata": item["metadata"]})
-            })
-            .collect();
-        let list = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-            "metadata": metadata, "items": items});
-        return Ok(Reply::Raw(
-            Response::builder()
-                .status(200)
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(body::full(serde_json::to_vec(&list).expect("JSON")))
-                .expect("valid response"),
-        ));
-    }
-    // Serialise by hand so that 10,000 stored objects are not deep-copied to rewrite apiVersion.
+    let body = if metadata_only {
+        metadata_list(&items, metadata)
+    } else {
+        serialised_list(target, &items, &metadata)
+    };
+    Ok(Reply::Raw(
+        Response::builder()
+            .status(200)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body::full(body))
+            .expect("valid response"),
+    ))
+}
+
+/// A metadata-only LIST's answer: each item's metadata as a `PartialObjectMetadata`.
+fn metadata_list(items: &[Arc<Value>], metadata: Value) -> Vec<u8> {
+    let items: Vec<Value> = items
+        .iter()
+        .map(|item| {
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                "metadata": item["metadata"]})
+        })
+        .collect();
+    let list = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata, "items": items});
+    serde_json::to_vec(&list).expect("JSON")
+}
+
+/// A LIST's answer, serialised by hand so that 10,000 stored objects are not deep-copied to
+/// rewrite their apiVersion.
+fn serialised_list(target: &Target, items: &[Arc<Value>], metadata: &Value) -> Vec<u8> {
+    let def = &target.def;
     let api_version = def.api_version(&target.version);
     let storage_matches = target.version == def.storage_version();
     let mut out = Vec::with_capacity(items.len() * 1024);
@@ -162,15 +175,9 @@ pub(super) fn list(
     out.extend_from_slice(b"],\"kind\":");
     serde_json::to_writer(&mut out, &def.list_kind).expect("JSON");
     out.extend_from_slice(b",\"metadata\":");
-    serde_json::to_writer(&mut out, &metadata).expect("JSON");
+    serde_json::to_writer(&mut out, metadata).expect("JSON");
     out.push(b'}');
-    Ok(Reply::Raw(
-        Response::builder()
-            .status(200)
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(body::full(out))
-            .expect("valid response"),
-    ))
+    out
 }
 
 pub(super) fn start_watch(

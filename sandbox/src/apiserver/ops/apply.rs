@@ -72,6 +72,43 @@ pub(super) fn set_pointer(target: &mut Value, pointer: &str, value: Value) {
 }
 
 /// Server-side apply (PATCH with application/apply-patch+yaml).
+/// An apply refused for the fields other managers own, as kube-apiserver words it (409).
+fn apply_conflict(def: &ResourceDef, name: &str, conflicts: &[fields::ApplyConflict]) -> ApiError {
+    let message = format!(
+        "Apply failed with {} conflict{}: {}",
+        conflicts.len(),
+        if conflicts.len() == 1 { "" } else { "s" },
+        conflicts
+            .iter()
+            .map(|c| format!(
+                "conflict with \"{}\" using {}: {}",
+                c.manager, c.api_version, c.field
+            ))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let mut err = ApiError::conflict_with(&def.names(), name, "");
+    err.message = message;
+    err.details = Some(json!({"causes": conflicts.iter().map(|c| json!({
+    "reason": "FieldManagerConflict",
+    "message": format!("conflict with \"{}\" using {}", c.manager, c.api_version),
+    "field": c.field})).collect::<Vec<_>>()}));
+    err
+}
+
+/// An object an apply created: create() recorded an Update entry; an apply records Apply.
+fn as_applied(created: &Value) -> Value {
+    let mut fixed = created.clone();
+    for entry in fixed["metadata"]["managedFields"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        entry["operation"] = json!("Apply");
+    }
+    fixed
+}
+
 pub fn server_side_apply(
     state: &mut State,
     at: At,
@@ -112,15 +149,7 @@ pub fn server_side_apply(
             let mut object = merged;
             object["metadata"]["name"] = json!(name);
             let created = create(state, def, version, namespace, object, ctx, false)?;
-            // create() recorded an Update entry; an apply records Apply instead.
-            let mut fixed = (*created).clone();
-            for entry in fixed["metadata"]["managedFields"]
-                .as_array_mut()
-                .into_iter()
-                .flatten()
-            {
-                entry["operation"] = json!("Apply");
-            }
+            let fixed = as_applied(&created);
             if ctx.dry_run {
                 return Ok((Arc::new(fixed), true));
             }
@@ -142,28 +171,7 @@ pub fn server_side_apply(
             }
             let mut entries = fields::read_entries(&live);
             let merged = fields::apply(&live, &applied, &mut entries, &writer, scope, force)
-                .map_err(|conflicts| {
-                    let message = format!(
-                        "Apply failed with {} conflict{}: {}",
-                        conflicts.len(),
-                        if conflicts.len() == 1 { "" } else { "s" },
-                        conflicts
-                            .iter()
-                            .map(|c| format!(
-                                "conflict with \"{}\" using {}: {}",
-                                c.manager, c.api_version, c.field
-                            ))
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    );
-                    let mut err = ApiError::conflict_with(&def.names(), name, "");
-                    err.message = message;
-                    err.details = Some(json!({"causes": conflicts.iter().map(|c| json!({
-                    "reason": "FieldManagerConflict",
-                    "message": format!("conflict with \"{}\" using {}", c.manager, c.api_version),
-                    "field": c.field})).collect::<Vec<_>>()}));
-                    err
-                })?;
+                .map_err(|conflicts| apply_conflict(def, name, &conflicts))?;
             let mut merged = merged;
             fields::write_entries(&mut merged, &entries);
             let updated = update(state, at, &live, merged, UpdateKind::Patch, ctx)?;
