@@ -4,6 +4,7 @@
 
 mod body;
 mod builtin_kinds;
+mod connection;
 pub mod control;
 mod discovery;
 pub mod fencing;
