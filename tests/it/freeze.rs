@@ -523,14 +523,11 @@ async fn conflicts_are_retried_and_dry_runs_change_nothing() {
     assert!(!paused(&f.objects(&f.env.source, "KubeadmControlPlane")[0]));
 
     server.inject(
-        FaultRule::new(FaultAction::Fail {
-            code: 409,
-            retry_after: None,
-        })
-        .verbs(&["patch"])
-        .resource("kubeadmcontrolplanes")
-        .agent("kubectl-capi")
-        .times(2),
+        FaultRule::fail(409)
+            .verbs(&["patch"])
+            .resource("kubeadmcontrolplanes")
+            .agent("kubectl-capi")
+            .times(2),
     );
     let out = f.plugin(&["pause", "seed"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);

@@ -67,13 +67,10 @@ async fn a_move_through_failing_writes_ends_like_a_clean_one() {
     // And two that surely happen: the Cluster's create fails once, a Machine's DELETE is
     // throttled once.
     faulty.target.inject(
-        FaultRule::new(FaultAction::Fail {
-            code: 500,
-            retry_after: None,
-        })
-        .verbs(&["create"])
-        .resource("clusters")
-        .times(1),
+        FaultRule::fail(500)
+            .verbs(&["create"])
+            .resource("clusters")
+            .times(1),
     );
     faulty.source.inject(
         FaultRule::new(FaultAction::Fail {

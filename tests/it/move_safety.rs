@@ -3,7 +3,7 @@
 //! their request logs.
 
 use crate::common::Writes;
-use capi_sandbox::{FaultAction, FaultRule};
+use capi_sandbox::FaultRule;
 
 use std::collections::BTreeSet;
 
@@ -178,15 +178,12 @@ async fn a_failed_finish_records_the_deletes_that_succeeded_and_the_next_one_con
     clean.move_and_check(&["-n", "ns1"]).await;
     let w = World::start(&f).await;
     let refuse_delete = |resource: &str, name: &str| {
-        FaultRule::new(FaultAction::Fail {
-            code: 400,
-            retry_after: None,
-        })
-        .verbs(&["delete"])
-        .resource(resource)
-        .name(name)
-        .agent(crate::common::PLUGIN_AGENT)
-        .times(1)
+        FaultRule::fail(400)
+            .verbs(&["delete"])
+            .resource(resource)
+            .name(name)
+            .agent(crate::common::PLUGIN_AGENT)
+            .times(1)
     };
     // The move stops while deleting a Machine; the resume, at the Cluster everything belongs to.
     w.source.inject(refuse_delete("machines", "w2"));
@@ -371,18 +368,7 @@ async fn a_move_run_again_after_it_finished_succeeds_without_a_write() {
         w.writes_since(before)
     );
     // A name that never existed is still an error that names the namespace searched.
-    let out = w
-        .plugin(&[
-            "move",
-            "nope",
-            "--context",
-            "source",
-            "--to-context",
-            "target",
-            "-n",
-            "ns1",
-        ])
-        .await;
+    let out = w.plugin(&crate::move_world::move_one("nope")).await;
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("\"nope\" not found in namespace ns1"),
@@ -757,14 +743,11 @@ async fn a_record_the_target_refused_is_named_with_a_verify_that_works_when_past
     let w = World::start(&Fixture::workload(&["w1"])).await;
     // The target takes every object but the verification record (the only ConfigMap it is sent).
     w.target.inject(
-        FaultRule::new(FaultAction::Fail {
-            code: 422,
-            retry_after: None,
-        })
-        .verbs(&["create"])
-        .resource("configmaps")
-        .dry_run(false)
-        .agent(crate::common::PLUGIN_AGENT),
+        FaultRule::fail(422)
+            .verbs(&["create"])
+            .resource("configmaps")
+            .dry_run(false)
+            .agent(crate::common::PLUGIN_AGENT),
     );
     let journal = w.dir.path().join("this-move.json");
     let mut args = MOVE_NS1.to_vec();

@@ -5,13 +5,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use capi_sandbox::FaultRule;
 use capi_sandbox::controllers::{Delays, Step};
 use capi_sandbox::crds::Dialect;
 use capi_sandbox::environment::{
     Environment, Managed, Options, Progress, SOURCE_CONTEXT, TARGET_CONTEXT,
 };
 use capi_sandbox::workload::Workload;
-use capi_sandbox::{FaultAction, FaultRule};
 use serde_json::{Value, json};
 
 use crate::common::{Output, run_plugin};
@@ -393,13 +393,10 @@ async fn every_preflight_failure_is_reported_and_nothing_is_written() {
 async fn webhook_rejections_and_paused_clusters_are_caught_before_any_write() {
     let pair = Pair::start(Dialect::V1beta2, &[workload("alpha", 1, 0)]).await;
     pair.env.target.server.inject(
-        FaultRule::new(FaultAction::Fail {
-            code: 422,
-            retry_after: None,
-        })
-        .verbs(&["create"])
-        .resource("kubeadmcontrolplanes")
-        .agent("kubectl-capi"),
+        FaultRule::fail(422)
+            .verbs(&["create"])
+            .resource("kubeadmcontrolplanes")
+            .agent("kubectl-capi"),
     );
     let out = pair.move_(&["--dry-run=server"]).await;
     assert_eq!(out.code, 1);

@@ -100,6 +100,14 @@ pub struct FaultRule {
 }
 
 impl FaultRule {
+    /// Requests answered with `code` (no `Retry-After`), doing nothing.
+    pub fn fail(code: u16) -> Self {
+        FaultRule::new(FaultAction::Fail {
+            code,
+            retry_after: None,
+        })
+    }
+
     pub fn new(action: FaultAction) -> Self {
         FaultRule {
             verbs: Vec::new(),

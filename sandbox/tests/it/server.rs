@@ -797,13 +797,10 @@ async fn impersonated_users_need_grants_and_denials_apply_to_all() {
 async fn injected_faults_fail_delay_and_drop() {
     let (server, client) = capi_server(Dialect::V1beta2);
     server.inject(
-        FaultRule::new(FaultAction::Fail {
-            code: 500,
-            retry_after: None,
-        })
-        .verbs(&["create"])
-        .resource("clusters")
-        .times(1),
+        FaultRule::fail(500)
+            .verbs(&["create"])
+            .resource("clusters")
+            .times(1),
     );
     assert_eq!(post(&client, WIDGETS, &cluster("c1")).await.code, 500);
     assert_eq!(

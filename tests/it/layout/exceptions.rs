@@ -26,7 +26,6 @@ pub(super) const EXCEPTIONS: &[(&str, Rule, &str)] = &[
         Rule::Vocabulary,
         "the home of Cluster API's names",
     ),
-    // Over the limits of `limits.rs` until split: each at most its lines, the list only shrinks.
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +33,6 @@ pub(super) enum Rule {
     Prints,
     EndsTheProcess,
     Vocabulary,
-    /// A function (`FILE::NAME`) or file over its limit: at most this many lines, until split.
-    Lines(usize),
 }
 
 /// Whether the file at `path` is excepted from `rule` (see [`EXCEPTIONS`]).

@@ -1,10 +1,9 @@
 //! Files and functions stay readable: their lines are counted without tests and comments, and
-//! what stays over a limit is named in the exceptions with its lines, until it is split.
+//! none is over a limit (the last exception was split away; a new one is split, not listed).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::exceptions::{EXCEPTIONS, Rule};
 use super::reading::{
     SANDBOX_SRC, SRC, TOOLS_SRC, closing_brace, code, in_repository, modules_under, skip_literal,
     test_only,
@@ -93,68 +92,17 @@ fn over_the_limits() -> BTreeMap<String, usize> {
     over
 }
 
-/// What is wrong with `over` (measured) against `allowed` (the exceptions, with their lines): an
-/// item over a limit without an exception, one grown past its exception, or an exception no
-/// longer needed — the list only shrinks.
-fn against_the_exceptions(
-    over: &BTreeMap<String, usize>,
-    allowed: &BTreeMap<&str, usize>,
-) -> Vec<String> {
-    let mut wrong = Vec::new();
-    for (item, lines) in over {
-        match allowed.get(item.as_str()) {
-            None => wrong.push(format!("{item}: {lines} lines; split it")),
-            Some(most) if lines > most => wrong.push(format!(
-                "{item}: {lines} lines, more than the {most} its exception allows; split it"
-            )),
-            Some(_) => {}
-        }
-    }
-    for (item, most) in allowed {
-        if !over.contains_key(*item) {
-            wrong.push(format!(
-                "{item}: within the limits now (its exception allowed {most}); strike it from EXCEPTIONS"
-            ));
-        } else if over[*item] < *most {
-            wrong.push(format!(
-                "{item}: {} lines now; lower its exception from {most}",
-                over[*item]
-            ));
-        }
-    }
-    wrong
-}
-
 #[test]
 fn files_and_functions_stay_readable() {
-    let allowed: BTreeMap<&str, usize> = EXCEPTIONS
-        .iter()
-        .filter_map(|(item, rule, _)| match rule {
-            Rule::Lines(most) => Some((*item, *most)),
-            _ => None,
-        })
+    let over: Vec<String> = over_the_limits()
+        .into_iter()
+        .map(|(item, lines)| format!("{item}: {lines} lines; split it"))
         .collect();
-    let wrong = against_the_exceptions(&over_the_limits(), &allowed);
     assert!(
-        wrong.is_empty(),
-        "no file over {MOST_LINES_PER_FILE} lines without its tests, no function over {MOST_LINES_PER_FUNCTION}, but those in EXCEPTIONS:\n{}",
-        wrong.join("\n")
+        over.is_empty(),
+        "no file over {MOST_LINES_PER_FILE} lines without its tests, no function over {MOST_LINES_PER_FUNCTION} (there are no exceptions):\n{}",
+        over.join("\n")
     );
-}
-
-#[test]
-fn an_exception_to_the_limits_only_shrinks() {
-    let over = BTreeMap::from([("a.rs::f".to_string(), 90), ("b.rs".to_string(), 600)]);
-    let allowed = BTreeMap::from([("a.rs::f", 90), ("b.rs", 600)]);
-    assert!(against_the_exceptions(&over, &allowed).is_empty());
-    let unlisted = BTreeMap::from([("a.rs::f", 90)]);
-    assert!(against_the_exceptions(&over, &unlisted)[0].starts_with("b.rs: 600 lines; split it"));
-    let grown = BTreeMap::from([("a.rs::f", 85), ("b.rs", 600)]);
-    assert!(against_the_exceptions(&over, &grown)[0].contains("more than the 85"));
-    let split = BTreeMap::from([("a.rs::f", 90), ("b.rs", 600), ("c.rs::g", 81)]);
-    assert!(against_the_exceptions(&over, &split)[0].contains("strike it"));
-    let shrunk = BTreeMap::from([("a.rs::f", 95), ("b.rs", 600)]);
-    assert!(against_the_exceptions(&over, &shrunk)[0].contains("lower its exception"));
 }
 
 #[test]
