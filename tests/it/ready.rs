@@ -172,39 +172,26 @@ async fn wait_times_out_with_exit_code_1() {
     assert_eq!(report["ready"], false);
 }
 
-const GOLDEN: &str = r#"
-apiVersion: v1
-kind: Namespace
-metadata: {name: golden}
----
+/// One Cluster of the golden namespace, its control plane initialized, with `replicas` desired.
+fn golden_cluster(name: &str, env: &str, replicas: u32) -> String {
+    format!(
+        r#"---
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster
-metadata: {name: alpha, namespace: golden, labels: {env: prod}}
+metadata: {{name: {name}, namespace: golden, labels: {{env: {env}}}}}
 spec:
-  controlPlaneRef: {apiGroup: controlplane.cluster.x-k8s.io, kind: KubeadmControlPlane, name: alpha-cp}
+  controlPlaneRef: {{apiGroup: controlplane.cluster.x-k8s.io, kind: KubeadmControlPlane, name: {name}-cp}}
 status:
-  initialization: {infrastructureProvisioned: true, controlPlaneInitialized: true}
-  conditions: [{type: ControlPlaneInitialized, status: 'True', reason: Initialized, lastTransitionTime: '2026-01-01T00:00:00Z'}]
+  initialization: {{infrastructureProvisioned: true, controlPlaneInitialized: true}}
+  conditions: [{{type: ControlPlaneInitialized, status: 'True', reason: Initialized, lastTransitionTime: '2026-01-01T00:00:00Z'}}]
 ---
 apiVersion: controlplane.cluster.x-k8s.io/v1beta2
 kind: KubeadmControlPlane
-metadata: {name: alpha-cp, namespace: golden, labels: {cluster.x-k8s.io/cluster-name: alpha}}
-spec: {replicas: 1}
----
-apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata: {name: beta, namespace: golden, labels: {env: dev}}
-spec:
-  controlPlaneRef: {apiGroup: controlplane.cluster.x-k8s.io, kind: KubeadmControlPlane, name: beta-cp}
-status:
-  initialization: {infrastructureProvisioned: true, controlPlaneInitialized: true}
-  conditions: [{type: ControlPlaneInitialized, status: 'True', reason: Initialized, lastTransitionTime: '2026-01-01T00:00:00Z'}]
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta2
-kind: KubeadmControlPlane
-metadata: {name: beta-cp, namespace: golden, labels: {cluster.x-k8s.io/cluster-name: beta}}
-spec: {replicas: 2}
-"#;
+metadata: {{name: {name}-cp, namespace: golden, labels: {{cluster.x-k8s.io/cluster-name: {name}}}}}
+spec: {{replicas: {replicas}}}
+"#
+    )
+}
 
 /// Machines need their owner's uid, so they are added after the owners exist.
 fn golden_machine(server: &capi_sandbox::ApiServer, cluster: &str, name: &str, node: bool) {
@@ -231,7 +218,12 @@ fn golden_machine(server: &capi_sandbox::ApiServer, cluster: &str, name: &str, n
 
 pub async fn golden_sandbox() -> Sandbox {
     let sandbox = Sandbox::start(Dialect::V1beta2).await;
-    sandbox.server.load_yaml(GOLDEN).unwrap();
+    let golden = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: golden}}\n{}{}",
+        golden_cluster("alpha", "prod", 1),
+        golden_cluster("beta", "dev", 2)
+    );
+    sandbox.server.load_yaml(&golden).unwrap();
     golden_machine(&sandbox.server, "alpha", "alpha-cp-1", true);
     golden_machine(&sandbox.server, "beta", "beta-cp-1", true);
     golden_machine(&sandbox.server, "beta", "beta-cp-2", false);

@@ -62,24 +62,24 @@ async fn a_rerun_after_a_finished_move_exits_0_however_the_clusters_were_selecte
     }
 }
 
+/// foo and bar named, of which `-l env=prod` selects only foo.
+const NAMED_AND_SELECTED: [&str; 8] = [
+    "foo",
+    "bar",
+    "-l",
+    "env=prod",
+    "-n",
+    "ns1",
+    "--context",
+    "source",
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_with_a_selector_select_the_named_clusters_that_match() {
     let w = World::start(&two_clusters()).await;
     // ready and pause: bar is named but does not match, so it is left out.
     let ready = w
-        .plugin(&[
-            "ready",
-            "foo",
-            "bar",
-            "-l",
-            "env=prod",
-            "-n",
-            "ns1",
-            "--context",
-            "source",
-            "-o",
-            "json",
-        ])
+        .plugin(&[&["ready"], &NAMED_AND_SELECTED[..], &["-o", "json"]].concat())
         .await;
     assert_eq!(ready.code, 0, "{}", ready.stderr);
     let report: serde_json::Value = serde_json::from_str(&ready.stdout).unwrap();
@@ -91,18 +91,7 @@ async fn names_with_a_selector_select_the_named_clusters_that_match() {
         .collect();
     assert_eq!(names, ["foo"], "{}", ready.stdout);
     let pause = w
-        .plugin(&[
-            "pause",
-            "foo",
-            "bar",
-            "-l",
-            "env=prod",
-            "-n",
-            "ns1",
-            "--context",
-            "source",
-            "--dry-run=client",
-        ])
+        .plugin(&[&["pause"], &NAMED_AND_SELECTED[..], &["--dry-run=client"]].concat())
         .await;
     assert_eq!(pause.code, 0, "{}", pause.stderr);
     assert!(!pause.stdout.contains("bar"), "{}", pause.stdout);

@@ -85,3 +85,15 @@ pub async fn post(client: &kube::Client, path: &str, body: &Value) -> Answer {
 pub const WIDGETS: &str = "/apis/cluster.x-k8s.io/v1beta2/namespaces/default/clusters";
 
 pub use capi_sandbox::wait_until;
+
+/// The types of the events of a watch answered whole (`ADDED`, `MODIFIED`, …), in order.
+pub fn event_types(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}

@@ -262,16 +262,7 @@ async fn watch_stream_has_events_and_a_closing_bookmark() {
     )
     .await;
     let answer = crate::common::get(&client, &path).await;
-    let types: Vec<String> = answer
-        .text
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["type"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let types = crate::common::event_types(&answer.text);
     assert_eq!(types, vec!["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]);
     let bookmark: serde_json::Value =
         serde_json::from_str(answer.text.lines().last().unwrap()).unwrap();

@@ -461,16 +461,7 @@ async fn watches_follow_label_selector_transitions() {
         ),
     )
     .await;
-    let types: Vec<String> = answer
-        .text
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["type"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let types = crate::common::event_types(&answer.text);
     assert_eq!(
         types,
         vec!["ADDED", "DELETED", "ADDED"],
