@@ -70,6 +70,13 @@ impl Fixture {
         .unwrap();
     }
 
+    /// Scales `kind/name` to `replicas` with the new Machines' nodes held back.
+    async fn scale_holding_nodes(&self, kind: &str, name: &str, replicas: u32) {
+        self.env.source.controllers.holds.hold(None, Step::Node);
+        self.patch(kind, name, json!({"spec": {"replicas": replicas}}))
+            .await;
+    }
+
     async fn wait_held(&self) -> String {
         for _ in 0..500 {
             if let Some((name, _)) = self
@@ -118,13 +125,8 @@ fn paused(object: &Value) -> bool {
 
 async fn seed_story(dialect: Dialect) {
     let f = Fixture::start(dialect, workload(1, 1)).await;
-    f.env.source.controllers.holds.hold(None, Step::Node);
-    f.patch(
-        "KubeadmControlPlane",
-        "seed-control-plane",
-        json!({"spec": {"replicas": 3}}),
-    )
-    .await;
+    f.scale_holding_nodes("KubeadmControlPlane", "seed-control-plane", 3)
+        .await;
     let in_flight = f.wait_held().await;
 
     let refused = f.plugin(&["ready", "seed", "-o", "json"]).await;
@@ -243,14 +245,20 @@ async fn machine_deployment_and_machine_pool_freezes() {
             .filter(|m| m.name.starts_with("seed-mp-0-"))
             .count()
     };
+    // Machines that are not the control plane's.
+    let workers = || {
+        f.objects(&f.env.source, "Machine")
+            .iter()
+            .filter(|m| {
+                m["metadata"]["labels"]
+                    .get("cluster.x-k8s.io/control-plane")
+                    .is_none()
+            })
+            .count()
+    };
     assert_eq!(instances(), 1);
-    f.env.source.controllers.holds.hold(None, Step::Node);
-    f.patch(
-        "MachineDeployment",
-        "seed-md-0",
-        json!({"spec": {"replicas": 3}}),
-    )
-    .await;
+    f.scale_holding_nodes("MachineDeployment", "seed-md-0", 3)
+        .await;
     f.wait_held().await;
     let out = f.plugin(&["pause", "seed"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -272,32 +280,15 @@ async fn machine_deployment_and_machine_pool_freezes() {
         .await;
     f.env.source.controllers.holds.release_all();
     f.env.source.controllers.settle(SETTLE).await.unwrap();
-    let workers = f
-        .objects(&f.env.source, "Machine")
-        .iter()
-        .filter(|m| {
-            m["metadata"]["labels"]
-                .get("cluster.x-k8s.io/control-plane")
-                .is_none()
-        })
-        .count();
     assert_eq!(
-        workers, 3,
+        workers(),
+        3,
         "the in-flight workers finished, none for replicas 5"
     );
     assert_eq!(instances(), 1, "the frozen pool did not scale");
     assert_eq!(f.plugin(&["resume", "seed"]).await.code, 0);
     f.env.source.controllers.settle(SETTLE).await.unwrap();
-    let workers = f
-        .objects(&f.env.source, "Machine")
-        .iter()
-        .filter(|m| {
-            m["metadata"]["labels"]
-                .get("cluster.x-k8s.io/control-plane")
-                .is_none()
-        })
-        .count();
-    assert_eq!(workers, 5);
+    assert_eq!(workers(), 5);
     assert_eq!(instances(), 3);
 }
 
