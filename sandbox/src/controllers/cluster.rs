@@ -83,8 +83,8 @@ fn counters(objects: &[&Value], shape: Shape) -> Value {
 
 /// The Cluster owns its infrastructure cluster and control plane, as CAPI's controller sets it
 /// (an owner reference that is not the controller's).
-fn own_parts<const N: usize>(ctx: &mut Ctx, cluster: &Value, parts: [(&str, Option<&Value>); N]) {
-    for (kind, object) in parts {
+fn own_parts(ctx: &mut Ctx, cluster: &Value, parts: &[(&str, Option<&Value>)]) {
+    for &(kind, object) in parts {
         if let Some(object) = object
             && object["metadata"]["ownerReferences"]
                 .as_array()
@@ -158,7 +158,7 @@ pub fn reconcile_cluster(ctx: &mut Ctx, cluster: &Value) {
     own_parts(
         ctx,
         cluster,
-        [
+        &[
             ("DockerCluster", infra),
             ("KubeadmControlPlane", control_plane),
         ],

@@ -6,7 +6,6 @@ use serde_json::{Value, json};
 use super::cloud::{CloudMachine, provider_id};
 use super::cluster::DELETE_FOR_MOVE;
 use super::context::Ctx;
-use super::machine::has_node;
 use super::shape::{Cond, Shape};
 use super::workers::scaling_conds;
 use super::world::{
@@ -195,5 +194,4 @@ pub fn reconcile_docker_pool(ctx: &mut Ctx, infra: &Value) {
         super::shape::merge(&mut patch, &json!({"ready": provisioned}));
     }
     ctx.status("DockerMachinePool", infra, patch);
-    let _ = has_node;
 }

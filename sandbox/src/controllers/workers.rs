@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::context::Ctx;
 use super::machine::{
-    CLUSTER_NAME_LABEL, NewMachine, create_machine, has_node, needs_remediation, node_healthy,
+    CLUSTER_NAME_LABEL, NewMachine, create_machine, needs_remediation, node_healthy,
 };
 use super::shape::{Cond, Shape, flag};
 use super::world::{annotated, controller_ref, deleting, name, namespace, uid};
@@ -267,7 +267,6 @@ pub fn reconcile_set(ctx: &mut Ctx, set: &Value) {
         );
     }
     ctx.status("MachineSet", set, patch);
-    let _ = has_node;
 }
 
 /// `extra` Machines of a set deleted: those marked for deletion first, then the newest.

@@ -25,13 +25,12 @@ pub(super) fn non_resource(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let defs: Vec<Arc<ResourceDef>> = shared.state.lock().resources().cloned().collect();
-    let aggregated = |core: bool| aggregated(&defs, core);
     Ok(match segments {
         ["version"] => json_response(200, &version(), &[]),
         ["healthz"] | ["readyz"] | ["livez"] => text_response(200, "ok"),
-        ["api"] if discovery::wants_aggregated(accept) => aggregated(true),
+        ["api"] if discovery::wants_aggregated(accept) => aggregated(&defs, true),
         ["api"] => json_response(200, &discovery::api_versions(&shared.server_address()), &[]),
-        ["apis"] if discovery::wants_aggregated(accept) => aggregated(false),
+        ["apis"] if discovery::wants_aggregated(accept) => aggregated(&defs, false),
         ["apis"] => json_response(200, &discovery::api_group_list(&defs), &[]),
         ["apis", group] => json_response(
             200,
